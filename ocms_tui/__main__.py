@@ -1,0 +1,3 @@
+from ocms_tui.cli import main
+
+raise SystemExit(main())

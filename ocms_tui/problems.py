@@ -1,0 +1,120 @@
+"""Problems found in a metrics directory: the rule ids users put in CI configs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+class Rule(str, Enum):
+    """Stable rule ids. Never rename one: CI configurations refer to them."""
+
+    MISSING_DIR = "missing-dir"
+    MISSING_METRICS_JSON = "missing-metrics-json"
+    INVALID_JSON = "invalid-json"
+    BAD_SCHEMA = "bad-schema"
+    TOO_MANY_CHARTS = "too-many-charts"
+    BAD_CHART_NAME = "bad-chart-name"
+    BAD_Y_AXIS_NAME = "bad-y-axis-name"
+    UNSAFE_PATH = "unsafe-path"
+    NOT_A_FILE = "not-a-file"
+    MISSING_CSV = "missing-csv"
+    ORPHAN_CSV = "orphan-csv"
+    ROW_WIDTH = "row-width"
+    BAD_STEP = "bad-step"
+    BAD_VALUE = "bad-value"
+    HEADER_ROW = "header-row"
+    LINE_TOO_LONG = "line-too-long"
+    STEP_REGRESSION = "step-regression"
+    NON_FINITE = "non-finite"
+    PARTIAL_LINE = "partial-line"
+    EMPTY_CHART = "empty-chart"
+
+    @property
+    def severity(self) -> Severity:
+        return _SEVERITY[self]
+
+
+_WARNINGS = {
+    Rule.ORPHAN_CSV,
+    Rule.STEP_REGRESSION,
+    Rule.NON_FINITE,
+    Rule.PARTIAL_LINE,
+    Rule.EMPTY_CHART,
+}
+_SEVERITY = {rule: Severity.WARNING if rule in _WARNINGS else Severity.ERROR for rule in Rule}
+
+# A file with thousands of bad rows reports this many per rule, then one summary line.
+MAX_PROBLEMS_PER_RULE_AND_FILE = 20
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One finding. `path` is relative to the metrics directory; `line` is 1-based or None."""
+
+    rule: Rule
+    path: str
+    message: str
+    line: int | None = None
+
+    @property
+    def severity(self) -> Severity:
+        return self.rule.severity
+
+    @property
+    def is_error(self) -> bool:
+        return self.rule.severity is Severity.ERROR
+
+    def sort_key(self) -> tuple[str, int, str]:
+        return (self.path, self.line or 0, self.rule.value)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "rule": self.rule.value,
+            "severity": self.severity.value,
+            "path": self.path,
+            "line": self.line,
+            "message": self.message,
+        }
+
+
+class ProblemCollector:
+    """Collects problems of one file, capping each rule at a fixed count."""
+
+    def __init__(self, path: str, cap: int = MAX_PROBLEMS_PER_RULE_AND_FILE) -> None:
+        self.path = path
+        self.cap = cap
+        self.problems: list[Problem] = []
+        self.suppressed: dict[Rule, int] = {}
+        self._counts: dict[Rule, int] = {}
+
+    def add(self, rule: Rule, message: str, line: int | None = None) -> None:
+        count = self._counts.get(rule, 0) + 1
+        self._counts[rule] = count
+        if count <= self.cap:
+            self.problems.append(Problem(rule, self.path, message, line))
+        else:
+            self.suppressed[rule] = self.suppressed.get(rule, 0) + 1
+
+    def count(self, rule: Rule) -> int:
+        return self._counts.get(rule, 0)
+
+    def merge(self, other: ProblemCollector) -> None:
+        for problem in other.problems:
+            self.add(problem.rule, problem.message, problem.line)
+        for rule, extra in other.suppressed.items():
+            self._counts[rule] = self._counts.get(rule, 0) + extra
+            self.suppressed[rule] = self.suppressed.get(rule, 0) + extra
+
+    def summary(self) -> list[Problem]:
+        """The kept problems plus one line (of the same rule) per rule that hit the cap."""
+        extra = [
+            Problem(rule, self.path, f"{count} more {rule.value} problem(s) in this file not listed")
+            for rule, count in self.suppressed.items()
+        ]
+        return self.problems + extra
