@@ -101,6 +101,18 @@ class ProblemCollector:
         else:
             self.suppressed[rule] = self.suppressed.get(rule, 0) + 1
 
+    def remaining(self, rule: Rule) -> int:
+        """How many more problems of this rule will still be listed."""
+        return max(0, self.cap - self._counts.get(rule, 0))
+
+    def add_unlisted(self, rule: Rule, count: int) -> None:
+        """Count problems beyond the cap without building them (a bulk parse found them)."""
+        if count <= 0:
+            return
+        assert self.remaining(rule) == 0, "list problems before counting unlisted ones"
+        self._counts[rule] = self._counts.get(rule, 0) + count
+        self.suppressed[rule] = self.suppressed.get(rule, 0) + count
+
     def count(self, rule: Rule) -> int:
         return self._counts.get(rule, 0)
 
@@ -114,7 +126,9 @@ class ProblemCollector:
     def summary(self) -> list[Problem]:
         """The kept problems plus one line (of the same rule) per rule that hit the cap."""
         extra = [
-            Problem(rule, self.path, f"{count} more {rule.value} problem(s) in this file not listed")
+            Problem(
+                rule, self.path, f"{count} more {rule.value} problem(s) in this file not listed"
+            )
             for rule, count in self.suppressed.items()
         ]
         return self.problems + extra

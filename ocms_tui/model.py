@@ -1,0 +1,325 @@
+"""RunModel: one metrics directory as charts, series and problems, kept up to date.
+
+Pure Python (no Textual): the dashboard reads it, `--check` loads it once and reports it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from ocms_recorder import CSV_SUFFIX, METRICS_JSON
+
+from ocms_tui.problems import Problem, Rule
+from ocms_tui.reader import CsvFollower, FileState, resolve_inside
+from ocms_tui.schema import MAX_METRICS_JSON_BYTES, ChartSpec, parse_schema
+from ocms_tui.series import SeriesStats, SeriesStore
+
+# Listing a directory with a huge number of entries must stay cheap.
+MAX_DIRECTORY_ENTRIES = 10_000
+
+__all__ = ["Change", "ChartData", "RunModel", "SeriesStats"]
+
+
+@dataclass(frozen=True)
+class Change:
+    structure: bool = False  # charts added, removed, renamed or given other series
+    charts: frozenset[str] = frozenset()  # charts whose rows changed
+    problems: bool = False
+    more: bool = False  # data is left to read (call refresh() again)
+
+    @property
+    def any(self) -> bool:
+        return self.structure or bool(self.charts) or self.problems
+
+
+class ChartData:
+    """One chart: its spec from metrics.json and the rows read from its CSV."""
+
+    def __init__(self, spec: ChartSpec, directory: Path, settle_seconds: float) -> None:
+        self.spec = spec
+        self.follower = CsvFollower(directory, spec.file, spec.y_axis, settle_seconds)
+        self._store = SeriesStore(len(spec.y_axis))
+        self.version = 0
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def file(self) -> str:
+        return self.spec.file
+
+    @property
+    def y_axis(self) -> tuple[str, ...]:
+        return self.spec.y_axis
+
+    @property
+    def rows(self) -> int:
+        return self._store.rows
+
+    @property
+    def last_step(self) -> int | None:
+        return self._store.last_step
+
+    def steps(self) -> np.ndarray:
+        return self._store.steps()
+
+    def values(self, series: int) -> np.ndarray:
+        return self._store.values(series)
+
+    def stats(self, series: int) -> SeriesStats:
+        return self._store.stats(series)
+
+    @property
+    def nbytes(self) -> int:
+        return self._store.nbytes
+
+    def update(self, budget_bytes: int | None, now: float) -> tuple[bool, bool, bool]:
+        """Read new rows. Returns (changed, more to read, held back to settle)."""
+        result = self.follower.poll(budget_bytes, now)
+        changed = result.reset or bool(result.rows)
+        if result.reset:
+            self._store = SeriesStore(len(self.spec.y_axis))
+        if result.rows:
+            self._store.reserve(self._store.rows + result.rows)
+            for part in result.parts:
+                self._store.append(part)
+        if changed:
+            self.version += 1
+        return changed, result.more, result.held
+
+    def file_problems(self) -> list[Problem]:
+        """Row problems found so far plus the file's current state."""
+        follower = self.follower
+        problems = list(follower.problems)
+        label = f"chart {self.name!r}"
+        if follower.state is FileState.MISSING:
+            problems.append(
+                Problem(
+                    Rule.MISSING_CSV,
+                    self.file,
+                    f"{label} is declared in metrics.json but {self.file} does not exist",
+                )
+            )
+        elif follower.state is FileState.OUTSIDE:
+            problems.append(
+                Problem(
+                    Rule.UNSAFE_PATH,
+                    self.file,
+                    f"{self.file} is a symlink leading outside the metrics directory; not read",
+                )
+            )
+        elif follower.state is FileState.NOT_A_FILE:
+            problems.append(
+                Problem(Rule.NOT_A_FILE, self.file, f"{self.file} is not a regular file; not read")
+            )
+        elif follower.state is FileState.UNREADABLE:
+            problems.append(
+                Problem(Rule.NOT_A_FILE, self.file, f"{self.file} cannot be read (symlink loop?)")
+            )
+        elif follower.partial_line:
+            problems.append(
+                Problem(
+                    Rule.PARTIAL_LINE,
+                    self.file,
+                    "the last line has no newline yet (a row still being written, or a crash)",
+                    follower.lines_read + 1,
+                )
+            )
+        elif follower.lines_read == 0 and follower.size == 0:
+            problems.append(Problem(Rule.EMPTY_CHART, self.file, f"{label} has no rows yet"))
+        return problems
+
+
+class RunModel:
+    """A metrics directory: read fully once, then incrementally on each refresh()."""
+
+    def __init__(self, directory: str | os.PathLike[str], settle_seconds: float = 1.0) -> None:
+        self.directory = Path(directory)
+        self.settle_seconds = settle_seconds
+        self.charts: tuple[ChartData, ...] = ()
+        self.problems: tuple[Problem, ...] = ()
+        self.exists = False
+        self.has_metrics_json = False
+        self.last_write: float | None = None
+        self.loading = True  # until a refresh has read everything there was
+        self.settling = False  # a chart's first row waits for metrics.json to catch up
+        self._schema_problems: tuple[Problem, ...] = ()
+        self._schema_identity: tuple[int, int, int, int] | None = None
+
+    @property
+    def total_rows(self) -> int:
+        return sum(chart.rows for chart in self.charts)
+
+    def reload(self, budget_bytes: int | None = None) -> Change:
+        """Forget everything and read the directory from scratch."""
+        had_charts = bool(self.charts)
+        self.charts = ()
+        self._schema_identity = None
+        self._schema_problems = ()
+        change = self.refresh(budget_bytes)
+        return Change(
+            structure=change.structure or had_charts,
+            charts=change.charts,
+            problems=True,
+            more=change.more,
+        )
+
+    def refresh(self, budget_bytes: int | None = None, now: float | None = None) -> Change:
+        """Bring the model up to date with the disk; cost is proportional to new bytes.
+
+        `budget_bytes` caps what one call reads per chart, so a caller can show the
+        first rows of a huge run before all of it is loaded.
+        """
+        now = time.monotonic() if now is None else now
+        self.exists = self.directory.is_dir()
+        structure = self._refresh_schema() if self.exists else self._forget_schema()
+        changed: set[str] = set()
+        more = held = False
+        for chart in self.charts:
+            chart_changed, chart_more, chart_held = chart.update(budget_bytes, now)
+            if chart_changed:
+                changed.add(chart.name)
+            more |= chart_more
+            held |= chart_held
+            if chart.follower.mtime is not None:
+                self.last_write = max(self.last_write or 0.0, chart.follower.mtime)
+        self.loading = more and not held
+        self.settling = held
+        problems = tuple(sorted(self._collect_problems(), key=Problem.sort_key))
+        problems_changed = problems != self.problems
+        self.problems = problems
+        return Change(structure, frozenset(changed), problems_changed, more)
+
+    def load_settled(self, timeout: float = 5.0) -> None:
+        """Read everything, waiting out a writer caught between its two renames."""
+        deadline = time.monotonic() + timeout
+        self.refresh()
+        while (self.settling or self.loading) and time.monotonic() < deadline:
+            time.sleep(0.05)
+            self.refresh()
+
+    def _forget_schema(self) -> bool:
+        had = bool(self.charts)
+        self.charts = ()
+        self.has_metrics_json = False
+        self._schema_identity = None
+        self._schema_problems = ()
+        return had
+
+    def _refresh_schema(self) -> bool:
+        """Re-read metrics.json when it changed; True when the chart structure changed."""
+        path, state = resolve_inside(self.directory, METRICS_JSON)
+        identity: tuple[int, int, int, int] | None = None
+        data: bytes | None = None
+        problem: Problem | None = None
+        if path is None:
+            if state is FileState.OUTSIDE:
+                problem = Problem(
+                    Rule.UNSAFE_PATH, METRICS_JSON, "metrics.json leads outside the directory"
+                )
+        else:
+            identity, data, problem = _read_small_file(path, self._schema_identity)
+        if identity is not None and identity == self._schema_identity:
+            return False
+        self._schema_identity = identity
+        self.has_metrics_json = data is not None
+        if data is None:
+            self._schema_problems = (problem,) if problem else ()
+            return self._set_specs(())
+        if identity is not None:
+            self.last_write = max(self.last_write or 0.0, identity[3] / 1e9)
+        schema = parse_schema(data, total_size=identity[2] if identity else None)
+        self._schema_problems = schema.problems
+        return self._set_specs(schema.charts)
+
+    def _set_specs(self, specs: tuple[ChartSpec, ...]) -> bool:
+        current = {chart.spec: chart for chart in self.charts}
+        charts = tuple(
+            current.get(spec) or ChartData(spec, self.directory, self.settle_seconds)
+            for spec in specs
+        )
+        for chart, spec in zip(charts, specs, strict=True):
+            chart.spec = spec  # equal specs may still differ in where they are declared
+        structure = [chart.spec for chart in charts] != [chart.spec for chart in self.charts]
+        self.charts = charts
+        return structure
+
+    def _collect_problems(self) -> list[Problem]:
+        if not self.exists:
+            return [
+                Problem(Rule.MISSING_DIR, ".", f"the directory {self.directory} does not exist")
+            ]
+        problems = list(self._schema_problems)
+        if not self.has_metrics_json and not problems:
+            problems.append(
+                Problem(
+                    Rule.MISSING_METRICS_JSON,
+                    METRICS_JSON,
+                    "no metrics.json: the Octopus UI shows no charts without it "
+                    "(OcmsRecorder writes it on the first log())",
+                )
+            )
+        for chart in self.charts:
+            problems.extend(chart.file_problems())
+        problems.extend(self._orphan_problems())
+        return problems
+
+    def _orphan_problems(self) -> list[Problem]:
+        declared = {chart.file for chart in self.charts}
+        orphans: list[Problem] = []
+        try:
+            with os.scandir(self.directory) as entries:
+                for count, entry in enumerate(entries):
+                    if count >= MAX_DIRECTORY_ENTRIES:
+                        break
+                    name = entry.name
+                    if name.endswith(CSV_SUFFIX) and name not in declared:
+                        orphans.append(
+                            Problem(
+                                Rule.ORPHAN_CSV,
+                                name,
+                                f"{name} is not declared in metrics.json; the Octopus UI "
+                                "ignores it",
+                            )
+                        )
+        except OSError:
+            pass
+        return orphans
+
+
+def _read_small_file(
+    path: Path, known: tuple[int, int, int, int] | None
+) -> tuple[tuple[int, int, int, int] | None, bytes | None, Problem | None]:
+    """Read metrics.json unless its identity (dev, inode, size, mtime) is unchanged."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None, None, None
+    try:
+        info = os.fstat(descriptor)
+        identity = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+        if not stat.S_ISREG(info.st_mode):
+            return identity, None, Problem(Rule.NOT_A_FILE, METRICS_JSON, "not a regular file")
+        if identity == known:
+            return identity, b"", None
+        # Reading one byte over the cap is enough for the schema to report the size.
+        chunks: list[bytes] = []
+        remaining = MAX_METRICS_JSON_BYTES + 1
+        while remaining > 0:
+            chunk = os.read(descriptor, remaining)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return identity, b"".join(chunks), None
+    except OSError:
+        return None, None, None
+    finally:
+        os.close(descriptor)
+

@@ -1,0 +1,306 @@
+"""CSV rows -> numbers and problems: one exact per-line parser and one native bulk parser.
+
+The exact parser is the reference: it finds every problem with its line. The bulk parser
+(polars) handles large clean chunks about 15x faster; it only answers when it can prove the
+chunk is clean in the same sense, and otherwise the chunk is split and retried, down to
+small pieces that the exact parser takes. A property test proves both agree on any input.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from ocms_tui.problems import ProblemCollector, Rule
+
+STEP_RE = re.compile(rb"[0-9]+")
+# What Python's repr(float) writes, plus the spellings of nan/inf that float() accepts.
+VALUE_RE = re.compile(
+    rb"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|(?i:nan|inf|infinity))"
+)
+MAX_STEP = 2**63 - 1
+
+# Bytes a clean chunk can contain. Anything else (spaces, quotes, \r, letters outside
+# nan/inf/e) sends the chunk to the exact parser, so polars' leniencies never matter.
+_BULK_ALPHABET = b"0123456789.,-+eEnaifNAIF\n"
+BULK_MIN_BYTES = 32 * 1024
+_HEADER_HINT = re.compile(rb"[A-Za-z]")
+
+
+@dataclass
+class ParsedRows:
+    """Rows of one chunk: steps, one float column per series (NaN = gap), and where they are."""
+
+    steps: np.ndarray
+    columns: list[np.ndarray]
+    last_step: int | None = None
+    lines: int = 0  # complete lines consumed
+    exact_lines: int = 0  # lines that needed the exact parser (for benchmarks and tests)
+
+    @property
+    def rows(self) -> int:
+        return len(self.steps)
+
+
+@dataclass
+class ChunkContext:
+    """What a chunk needs to know about the file it comes from."""
+
+    path: str
+    y_axis: tuple[str, ...]
+    problems: ProblemCollector
+    first_line: int = 1  # 1-based line number of the chunk's first line
+    previous_step: int | None = None
+
+    @property
+    def width(self) -> int:
+        return 1 + len(self.y_axis)
+
+
+def _value_label(value: float) -> str:
+    if math.isnan(value):
+        return "nan"
+    return "inf" if value > 0 else "-inf"
+
+
+def _report_non_finite(context: ChunkContext, series: int, line: int, value: float) -> None:
+    context.problems.add(
+        Rule.NON_FINITE,
+        f"{context.y_axis[series]} is {_value_label(value)}; the Octopus UI may not draw it",
+        line,
+    )
+
+
+def _report_regression(context: ChunkContext, line: int, step: int, previous: int) -> None:
+    context.problems.add(
+        Rule.STEP_REGRESSION,
+        f"step {step} after step {previous} (a resumed run re-logging steps?); rows are kept",
+        line,
+    )
+
+
+def _shorten(raw: bytes, limit: int = 40) -> str:
+    text = raw.decode("utf-8", "backslashreplace")
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def parse_exact(data: bytes, context: ChunkContext) -> ParsedRows:
+    """Parse complete lines (`data` ends with b"\\n" or is empty), reporting every problem."""
+    width = context.width
+    steps: list[int] = []
+    columns: list[list[float]] = [[] for _ in context.y_axis]
+    previous = context.previous_step
+    lines = data.split(b"\n")
+    lines.pop()  # the empty string after the final newline
+    nan = math.nan
+    for offset, raw in enumerate(lines):
+        line_no = context.first_line + offset
+        fields = raw.split(b",")
+        if len(fields) != width:
+            if line_no == 1 and _looks_like_header(fields):
+                context.problems.add(
+                    Rule.HEADER_ROW,
+                    f"the first row {_shorten(raw)} looks like a header; ocms CSVs have none: "
+                    "delete it",
+                    line_no,
+                )
+            elif not raw:
+                context.problems.add(
+                    Rule.ROW_WIDTH, "blank line; every line must be a row", line_no
+                )
+            else:
+                context.problems.add(
+                    Rule.ROW_WIDTH,
+                    f"{len(fields)} fields, expected {width} (step + {len(context.y_axis)} "
+                    f"series of metrics.json)",
+                    line_no,
+                )
+            continue
+        step_field = fields[0]
+        if STEP_RE.fullmatch(step_field) is None or int(step_field) > MAX_STEP:
+            if line_no == 1 and _looks_like_header(fields):
+                context.problems.add(
+                    Rule.HEADER_ROW,
+                    f"the first row {_shorten(raw)} looks like a header; ocms CSVs have none: "
+                    "delete it",
+                    line_no,
+                )
+            else:
+                context.problems.add(
+                    Rule.BAD_STEP,
+                    f"step {_shorten(step_field)} is not a non-negative integer; row skipped",
+                    line_no,
+                )
+            continue
+        step = int(step_field)
+        if previous is not None and step < previous:
+            _report_regression(context, line_no, step, previous)
+        previous = step
+        steps.append(step)
+        for series, value_field in enumerate(fields[1:]):
+            if not value_field:
+                columns[series].append(nan)
+                continue
+            if VALUE_RE.fullmatch(value_field) is None:
+                context.problems.add(
+                    Rule.BAD_VALUE,
+                    f"{context.y_axis[series]}: {_shorten(value_field)} is not a number "
+                    "(leave the field empty for a missing value); shown as a gap",
+                    line_no,
+                )
+                columns[series].append(nan)
+                continue
+            value = float(value_field)
+            if not math.isfinite(value):
+                _report_non_finite(context, series, line_no, value)
+            columns[series].append(value)
+    return ParsedRows(
+        steps=np.array(steps, dtype=np.int64),
+        columns=[np.array(column, dtype=np.float64) for column in columns],
+        last_step=previous,
+        lines=len(lines),
+        exact_lines=len(lines),
+    )
+
+
+def _looks_like_header(fields: list[bytes]) -> bool:
+    return _HEADER_HINT.search(fields[0]) is not None and not VALUE_RE.fullmatch(fields[0])
+
+
+def _parse_bulk(data: bytes, context: ChunkContext) -> ParsedRows | None:
+    """Parse a chunk natively when it is provably clean; None means "use the exact path"."""
+    line_count = data.count(b"\n")
+    if (
+        line_count == 0
+        or data.translate(None, _BULK_ALPHABET)
+        or data.count(b",") != line_count * (context.width - 1)
+        or data[:1] in (b"-", b"+")
+        or b"\n-" in data
+        or b"\n+" in data
+        or b"\n\n" in data
+    ):
+        return None
+    schema = {"step": pl.Int64, **{f"v{i}": pl.Float64 for i in range(len(context.y_axis))}}
+    try:
+        frame = pl.read_csv(
+            io.BytesIO(data),
+            has_header=False,
+            schema=schema,
+            quote_char=None,
+        )
+    except (pl.exceptions.PolarsError, ValueError, OverflowError):
+        return None
+    if frame.height != line_count or frame.get_column("step").null_count():
+        return None
+    steps = frame.get_column("step").to_numpy()
+    columns = [
+        frame.get_column(f"v{i}").to_numpy().astype(np.float64, copy=False)
+        for i in range(len(context.y_axis))
+    ]
+    _report_bulk_warnings(data, frame, steps, columns, context)
+    return ParsedRows(
+        steps=steps,
+        columns=columns,
+        last_step=int(steps[-1]),
+        lines=line_count,
+    )
+
+
+def _report_bulk_warnings(
+    data: bytes,
+    frame: pl.DataFrame,
+    steps: np.ndarray,
+    columns: list[np.ndarray],
+    context: ChunkContext,
+) -> None:
+    """The warnings a clean chunk can still carry, exactly as the exact parser words them."""
+    problems = context.problems
+    first = context.first_line
+    previous_steps = np.empty_like(steps)
+    previous_steps[0] = steps[0] if context.previous_step is None else context.previous_step
+    previous_steps[1:] = steps[:-1]
+    regressions = np.flatnonzero(steps < previous_steps)
+    listed = regressions[: problems.remaining(Rule.STEP_REGRESSION)]
+    for row in listed.tolist():
+        _report_regression(context, first + row, int(steps[row]), int(previous_steps[row]))
+    problems.add_unlisted(Rule.STEP_REGRESSION, len(regressions) - len(listed))
+
+    if not any(letter in data for letter in (b"n", b"N", b"e", b"E")):
+        return  # no nan, inf or exponent that could overflow to inf
+    room = problems.remaining(Rule.NON_FINITE)
+    total = 0
+    candidates: list[tuple[int, int]] = []
+    for series, values in enumerate(columns):
+        present = ~frame.get_column(f"v{series}").is_null().to_numpy()
+        rows = np.flatnonzero(~np.isfinite(values) & present)
+        total += len(rows)
+        # The first `room` in line order are among the first `room` of each series.
+        candidates.extend((row, series) for row in rows[:room].tolist())
+    candidates.sort()
+    listed_pairs = candidates[:room]
+    for row, series in listed_pairs:
+        _report_non_finite(context, series, first + row, float(columns[series][row]))
+    problems.add_unlisted(Rule.NON_FINITE, total - len(listed_pairs))
+
+
+def _split_at_newline(data: bytes) -> int:
+    """Index just past the newline nearest the middle of `data` (0 if there is none)."""
+    middle = len(data) // 2
+    cut = data.find(b"\n", middle)
+    if cut < 0 or cut == len(data) - 1:
+        cut = data.rfind(b"\n", 0, middle)
+    return cut + 1
+
+
+def parse_chunk(
+    data: bytes, context: ChunkContext, bulk_min_bytes: int = BULK_MIN_BYTES
+) -> ParsedRows:
+    """Parse complete lines, on the fast path wherever the chunk allows it.
+
+    Updates `context.first_line` and `context.previous_step` so that the next chunk of the
+    same file continues where this one ended.
+    """
+    if len(data) < bulk_min_bytes:
+        parsed = parse_exact(data, context)
+    else:
+        parsed = _parse_bulk(data, context)
+        if parsed is None:
+            cut = _split_at_newline(data)
+            if cut <= 0 or cut >= len(data):
+                parsed = parse_exact(data, context)
+            else:
+                head = parse_chunk(data[:cut], context, bulk_min_bytes)
+                tail = parse_chunk(data[cut:], context, bulk_min_bytes)
+                return concat_parsed([head, tail], context.y_axis)
+    context.first_line += parsed.lines
+    if parsed.last_step is not None:
+        context.previous_step = parsed.last_step
+    return parsed
+
+
+def concat_parsed(parts: list[ParsedRows], y_axis: tuple[str, ...]) -> ParsedRows:
+    parts = [part for part in parts if part.lines]
+    if not parts:
+        return empty_rows(len(y_axis))
+    if len(parts) == 1:
+        return parts[0]
+    last_step = next((p.last_step for p in reversed(parts) if p.last_step is not None), None)
+    return ParsedRows(
+        steps=np.concatenate([part.steps for part in parts]),
+        columns=[np.concatenate([part.columns[i] for part in parts]) for i in range(len(y_axis))],
+        last_step=last_step,
+        lines=sum(part.lines for part in parts),
+        exact_lines=sum(part.exact_lines for part in parts),
+    )
+
+
+def empty_rows(series: int) -> ParsedRows:
+    return ParsedRows(
+        steps=np.empty(0, dtype=np.int64),
+        columns=[np.empty(0, dtype=np.float64) for _ in range(series)],
+    )

@@ -1,0 +1,270 @@
+"""Follow one chart CSV: read only appended bytes, notice truncation and replacement.
+
+No Textual here: the dashboard, the checker and the benchmarks all use this class.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import time
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+
+import numpy as np
+
+from ocms_tui.parse import ChunkContext, ParsedRows, concat_parsed, parse_chunk
+from ocms_tui.problems import Problem, ProblemCollector, Rule
+
+READ_BLOCK_BYTES = 16 * 1024 * 1024
+# No legitimate row is anywhere near this long; past it the line is skipped unread.
+MAX_LINE_BYTES = 1024 * 1024
+_FINGERPRINT_BYTES = 64
+_NO_ROWS = ParsedRows(np.empty(0, dtype=np.int64), [])
+
+
+class FileState(Enum):
+    OK = "ok"
+    MISSING = "missing"
+    NOT_A_FILE = "not-a-file"
+    OUTSIDE = "outside"  # a symlink that leads out of the metrics directory
+    UNREADABLE = "unreadable"
+
+
+@dataclass
+class ReadResult:
+    """What one poll found: a reset (drop the chart's rows first), then rows to append."""
+
+    reset: bool = False
+    parts: list[ParsedRows] = field(default_factory=list)
+    more: bool = False  # bytes are left to read (a budget or a settling file stopped this poll)
+    held: bool = False  # the file's first row does not fit the schema yet; looked at again later
+
+    @property
+    def rows(self) -> int:
+        return sum(part.rows for part in self.parts)
+
+
+def resolve_inside(directory: Path, name: str) -> tuple[Path | None, FileState]:
+    """The real path of `name` in `directory`, unless a symlink leads outside it."""
+    candidate = directory / name
+    try:
+        real = Path(os.path.realpath(candidate, strict=True))
+    except FileNotFoundError:
+        return None, FileState.MISSING
+    except (OSError, RuntimeError):  # a symlink loop
+        return None, FileState.UNREADABLE
+    real_directory = Path(os.path.realpath(directory))
+    if real.parent != real_directory and real_directory not in real.parents:
+        return None, FileState.OUTSIDE
+    return real, FileState.OK
+
+
+def _long_line_spans(complete: bytes) -> list[tuple[int, int]]:
+    """(start, end past the newline) of every line longer than MAX_LINE_BYTES."""
+    half = MAX_LINE_BYTES // 2
+    # Any line over the cap contains a whole aligned half-window without a newline,
+    # so a chunk where every half-window has one (the normal case) costs a few finds.
+    if all(
+        complete.find(b"\n", window, window + half) >= 0
+        for window in range(0, len(complete) - half + 1, half)
+    ):
+        return []
+    newlines = np.flatnonzero(np.frombuffer(complete, dtype=np.uint8) == ord("\n"))
+    starts = np.concatenate(([0], newlines[:-1] + 1))
+    lengths = newlines - starts
+    return [
+        (int(starts[i]), int(newlines[i]) + 1) for i in np.flatnonzero(lengths > MAX_LINE_BYTES)
+    ]
+
+
+class CsvFollower:
+    """Incremental reader of one chart CSV with a fixed row layout."""
+
+    def __init__(
+        self,
+        directory: Path,
+        file_name: str,
+        y_axis: tuple[str, ...],
+        settle_seconds: float = 1.0,
+    ) -> None:
+        self.directory = directory
+        self.settle_seconds = settle_seconds
+        self._held_since: float | None = None
+        self.file_name = file_name
+        self.y_axis = y_axis
+        self.state = FileState.MISSING
+        self._identity: tuple[int, int] | None = None  # (st_dev, st_ino)
+        self._fingerprint = b""
+        self.offset = 0
+        self.size = 0
+        self.mtime: float | None = None
+        self._tail = b""
+        self._skipping_long_line = False
+        self._new_context()
+
+    def _new_context(self) -> None:
+        self.context = ChunkContext(self.file_name, self.y_axis, ProblemCollector(self.file_name))
+
+    def _forget(self) -> None:
+        self._identity = None
+        self._fingerprint = b""
+        self.offset = 0
+        self.size = 0
+        self._tail = b""
+        self._skipping_long_line = False
+        self._new_context()
+
+    @property
+    def problems(self) -> list[Problem]:
+        return self.context.problems.summary()
+
+    @property
+    def partial_line(self) -> bool:
+        """The last line has no newline yet (a row still being written)."""
+        return bool(self._tail) or self._skipping_long_line
+
+    @property
+    def lines_read(self) -> int:
+        return self.context.first_line - 1
+
+    @property
+    def at_file_start(self) -> bool:
+        return self.offset == 0
+
+    def poll(self, budget_bytes: int | None = None, now: float | None = None) -> ReadResult:
+        """Read what was appended since the last poll (at most `budget_bytes` of it)."""
+        path, state = resolve_inside(self.directory, self.file_name)
+        if path is None:
+            return self._lost(state)
+        try:
+            # O_NONBLOCK: opening a FIFO for reading must not wait for a writer.
+            descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        except OSError as error:
+            missing = error.errno == errno.ENOENT
+            return self._lost(FileState.MISSING if missing else FileState.UNREADABLE)
+        try:
+            info = os.fstat(descriptor)
+            if not stat.S_ISREG(info.st_mode):
+                return self._lost(FileState.NOT_A_FILE)
+            self.state = FileState.OK
+            self.mtime = info.st_mtime
+            identity = (info.st_dev, info.st_ino)
+            replaced = self._identity is not None and (
+                identity != self._identity
+                or info.st_size < self.offset
+                or not self._same_start(descriptor)
+            )
+            if (replaced or self.offset == 0) and self._must_settle(descriptor, now):
+                return ReadResult(more=True, held=True)
+            if replaced:
+                self._forget()
+            self._identity = identity
+            self.size = info.st_size
+            parts, more = self._read_new(descriptor, info.st_size, budget_bytes)
+            return ReadResult(replaced, parts, more)
+        except OSError:
+            self.state = FileState.UNREADABLE
+            return ReadResult()
+        finally:
+            os.close(descriptor)
+
+    def _lost(self, state: FileState) -> ReadResult:
+        had_rows = self._identity is not None or self.lines_read > 0
+        self._forget()
+        self.state = state
+        return ReadResult(reset=had_rows)
+
+    def _must_settle(self, descriptor: int, now: float | None) -> bool:
+        """Wait a moment before reading a file whose first row has the wrong width.
+
+        A writer widening a chart replaces the CSV and metrics.json one after the other;
+        a read between the two renames sees a width mismatch that is gone a moment later.
+        """
+        head = os.pread(descriptor, 64 * 1024, 0)
+        newline = head.find(b"\n")
+        if newline < 0 or head[:newline].count(b",") + 1 == 1 + len(self.y_axis):
+            self._held_since = None
+            return False
+        now = time.monotonic() if now is None else now
+        if self._held_since is None:
+            self._held_since = now
+        if now - self._held_since < self.settle_seconds:
+            return True
+        self._held_since = None
+        return False
+
+    def _same_start(self, descriptor: int) -> bool:
+        """Rewritten in place (same inode) shows as different first bytes."""
+        if not self._fingerprint:
+            return True
+        return os.pread(descriptor, len(self._fingerprint), 0) == self._fingerprint
+
+    def _read_new(
+        self, descriptor: int, size: int, budget_bytes: int | None
+    ) -> tuple[list[ParsedRows], bool]:
+        parts: list[ParsedRows] = []
+        end = size if budget_bytes is None else min(size, self.offset + budget_bytes)
+        while self.offset < end:
+            block = os.pread(descriptor, min(READ_BLOCK_BYTES, end - self.offset), self.offset)
+            if not block:
+                break
+            if self.offset < _FINGERPRINT_BYTES and len(self._fingerprint) < _FINGERPRINT_BYTES:
+                self._fingerprint = (self._fingerprint + block)[:_FINGERPRINT_BYTES]
+            self.offset += len(block)
+            parsed = self._consume(block)
+            if parsed.lines:
+                parts.append(parsed)
+        return parts, self.offset < size
+
+    def _consume(self, block: bytes) -> ParsedRows:
+        """Parse the complete lines of tail + block; keep the unfinished rest as the tail."""
+        if self._skipping_long_line:
+            newline = block.find(b"\n")
+            if newline < 0:
+                return _NO_ROWS
+            self._skipping_long_line = False
+            self.context.first_line += 1
+            block = block[newline + 1 :]
+        data = self._tail + block if self._tail else block
+        last_newline = data.rfind(b"\n")
+        if last_newline < 0:
+            self._tail = data
+            self._check_tail_length()
+            return _NO_ROWS
+        self._tail = data[last_newline + 1 :]
+        complete = data[: last_newline + 1]
+        self._check_tail_length()
+        return self._parse_complete(complete)
+
+    def _parse_complete(self, complete: bytes) -> ParsedRows:
+        long_lines = _long_line_spans(complete)
+        if not long_lines:
+            return parse_chunk(complete, self.context)
+        # Skip each huge line unparsed, report it, and parse the rest around it.
+        parts: list[ParsedRows] = []
+        position = 0
+        for start, end in long_lines:
+            if position < start:
+                parts.append(parse_chunk(complete[position:start], self.context))
+            self._report_long_line(self.context.first_line)
+            self.context.first_line += 1
+            position = end
+        if position < len(complete):
+            parts.append(parse_chunk(complete[position:], self.context))
+        return concat_parsed(parts, self.y_axis)
+
+    def _check_tail_length(self) -> None:
+        if len(self._tail) > MAX_LINE_BYTES:
+            self._report_long_line(self.context.first_line)
+            self._tail = b""
+            self._skipping_long_line = True
+
+    def _report_long_line(self, line: int) -> None:
+        self.context.problems.add(
+            Rule.LINE_TOO_LONG,
+            f"line longer than {MAX_LINE_BYTES:,} bytes; skipped unread (a row is a few dozen bytes)",
+            line,
+        )

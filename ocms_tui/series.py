@@ -1,0 +1,119 @@
+"""Compact, append-only storage for one chart's rows, readable while it grows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ocms_tui.parse import ParsedRows
+
+_GROWTH = 1.5
+
+
+class GrowableArray:
+    """A numpy buffer that grows geometrically. Views handed out stay valid forever:
+    growing copies into a new array and never writes into an old one's visible part."""
+
+    def __init__(self, dtype: type) -> None:
+        self._data = np.empty(0, dtype=dtype)
+        self._length = 0
+
+    def __len__(self) -> int:
+        return self._length
+
+    @property
+    def capacity(self) -> int:
+        return len(self._data)
+
+    def reserve(self, capacity: int) -> None:
+        if capacity > len(self._data):
+            grown = np.empty(capacity, dtype=self._data.dtype)
+            grown[: self._length] = self._data[: self._length]
+            self._data = grown
+
+    def extend(self, values: np.ndarray) -> None:
+        needed = self._length + len(values)
+        if needed > len(self._data):
+            self.reserve(max(needed, int(len(self._data) * _GROWTH)))
+        self._data[self._length : needed] = values
+        self._length = needed
+
+    def view(self, length: int) -> np.ndarray:
+        view = self._data[:length]
+        view.flags.writeable = False
+        return view
+
+
+@dataclass(frozen=True)
+class SeriesStats:
+    latest: float | None = None  # last value that is not a gap
+    latest_step: int | None = None
+    minimum: float | None = None  # over finite values
+    maximum: float | None = None
+    count: int = 0  # values that are not gaps
+
+    def updated(self, steps: np.ndarray, values: np.ndarray) -> SeriesStats:
+        present = np.flatnonzero(~np.isnan(values))
+        if not len(present):
+            return self
+        last = int(present[-1])
+        finite = values[np.isfinite(values)]
+        minimum, maximum = self.minimum, self.maximum
+        if len(finite):
+            low, high = float(finite.min()), float(finite.max())
+            minimum = low if minimum is None else min(minimum, low)
+            maximum = high if maximum is None else max(maximum, high)
+        return SeriesStats(
+            latest=float(values[last]),
+            latest_step=int(steps[last]),
+            minimum=minimum,
+            maximum=maximum,
+            count=self.count + len(present),
+        )
+
+
+class SeriesStore:
+    """Steps plus one float column per y-axis name (NaN = gap), with running stats.
+
+    One thread appends; others may read at any time: `rows` is published last, so a
+    reader that takes `rows` first always sees buffers at least that long.
+    """
+
+    def __init__(self, series: int) -> None:
+        self._steps = GrowableArray(np.int64)
+        self._columns = [GrowableArray(np.float64) for _ in range(series)]
+        self._stats = tuple(SeriesStats() for _ in range(series))
+        self.rows = 0
+        self.last_step: int | None = None
+
+    def reserve(self, rows: int) -> None:
+        self._steps.reserve(rows)
+        for column in self._columns:
+            column.reserve(rows)
+
+    def append(self, parsed: ParsedRows) -> None:
+        if not parsed.rows:
+            return
+        self._steps.extend(parsed.steps)
+        for column, values in zip(self._columns, parsed.columns, strict=True):
+            column.extend(values)
+        self._stats = tuple(
+            stats.updated(parsed.steps, values)
+            for stats, values in zip(self._stats, parsed.columns, strict=True)
+        )
+        self.last_step = int(parsed.steps[-1])
+        self.rows = len(self._steps)
+
+    def steps(self) -> np.ndarray:
+        return self._steps.view(self.rows)
+
+    def values(self, series: int) -> np.ndarray:
+        return self._columns[series].view(self.rows)
+
+    def stats(self, series: int) -> SeriesStats:
+        return self._stats[series]
+
+    @property
+    def nbytes(self) -> int:
+        return (self._steps.capacity * 8) + sum(column.capacity * 8 for column in self._columns)
