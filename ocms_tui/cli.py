@@ -1,0 +1,139 @@
+"""Command line: the dashboard, `--check`, `--demo`, `--snapshot` and `verify`.
+
+Textual is imported only by the commands that open or render the dashboard, so that
+`--check` in CI starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ocms_recorder import resolve_metrics_dir
+
+from ocms_tui import __version__
+from ocms_tui.report import FORMATS, ExitCode
+
+
+def _size(text: str) -> tuple[int, int]:
+    try:
+        width, height = (int(part) for part in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected WIDTHxHEIGHT like 160x48, got {text!r}"
+        ) from None
+    if not (20 <= width <= 1000 and 10 <= height <= 500):
+        raise argparse.ArgumentTypeError(f"{text!r}: size must be within 20x10 .. 1000x500")
+    return width, height
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0.05 <= value <= 3600:
+        raise argparse.ArgumentTypeError("the poll interval must be between 0.05 and 3600 seconds")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ocms-tui",
+        description=(
+            "Live terminal dashboard and CI checker for Octopus ocms training metrics. "
+            "DIR defaults to $METRICS, else ./ocms_metrics."
+        ),
+        epilog=(
+            "Also: 'ocms-tui verify [--output-dir DIR] [--require-ocms]' self-tests the "
+            "recorder or checks a training run's metric files. "
+            "Exit codes of --check: 0 no errors, 1 errors (or warnings with --strict), "
+            "2 usage error or missing directory."
+        ),
+    )
+    parser.add_argument("directory", nargs="?", metavar="DIR", help="the ocms metrics directory")
+    parser.add_argument("--version", action="version", version=f"ocms-tui {__version__}")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="check DIR once, print problems, exit")
+    mode.add_argument("--demo", action="store_true", help="open the dashboard on a simulated run")
+    mode.add_argument(
+        "--snapshot", metavar="OUT.svg", type=Path, help="render the dashboard once to an SVG"
+    )
+    parser.add_argument(
+        "--format", choices=FORMATS, default="text", help="--check output (default: text)"
+    )
+    parser.add_argument(
+        "--strict", action="store_true", help="--check fails on warnings too (exit 1)"
+    )
+    parser.add_argument(
+        "--size", type=_size, default=(160, 48), metavar="WxH", help="--snapshot terminal size"
+    )
+    parser.add_argument(
+        "--poll",
+        type=_seconds,
+        metavar="SECONDS",
+        help="poll the directory every SECONDS instead of using inotify (network filesystems)",
+    )
+    return parser
+
+
+def build_verify_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ocms-tui verify",
+        description=(
+            "Without --output-dir: self-test the recorder in a temporary directory. "
+            "With it: check that run's metric files ($METRICS or DIR/ocms_metrics)."
+        ),
+    )
+    parser.add_argument("--output-dir", metavar="DIR", help="a training run's output directory")
+    parser.add_argument(
+        "--require-ocms",
+        action="store_true",
+        help="treat a missing proprietary ocms package as an error (on the Octopus platform)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["verify"]:
+        from ocms_tui.verify import run_verify
+
+        options = build_verify_parser().parse_args(arguments[1:])
+        return run_verify(options.output_dir, options.require_ocms)
+
+    parser = build_parser()
+    options = parser.parse_args(arguments)
+    directory = Path(options.directory or resolve_metrics_dir())
+
+    if options.check:
+        return _check(directory, options.format, options.strict)
+    if options.demo:
+        from ocms_tui.demo import run_demo
+
+        return run_demo(poll=options.poll)
+    if options.snapshot is not None:
+        from ocms_tui.app import save_snapshot
+
+        save_snapshot(directory, options.snapshot, size=options.size)
+        print(f"wrote {options.snapshot}")
+        return ExitCode.OK
+    from ocms_tui.app import run_dashboard
+
+    return run_dashboard(directory, poll=options.poll)
+
+
+def _check(directory: Path, output_format: str, strict: bool) -> int:
+    from ocms_tui.checker import check_directory
+    from ocms_tui.report import exit_code, render
+
+    result = check_directory(directory)
+    sys.stdout.write(render(result, output_format, strict, sys.stdout))
+    sys.stdout.flush()
+    return exit_code(result, strict)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

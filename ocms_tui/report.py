@@ -1,0 +1,113 @@
+"""Print check results as text, JSON or GitHub annotations; exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from enum import IntEnum
+from typing import TextIO
+
+from ocms_tui.checker import CheckResult
+from ocms_tui.problems import Problem, Severity
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    PROBLEMS = 1  # errors, or warnings with --strict
+    USAGE = 2  # bad arguments or a directory that does not exist
+
+
+FORMATS = ("text", "json", "github")
+
+# C0/C1 control characters: a file name or message must never move the cursor or recolour
+# the terminal it is printed on.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` with control characters shown as escapes instead of acting on the terminal."""
+    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+
+
+def exit_code(result: CheckResult, strict: bool) -> ExitCode:
+    if result.directory_missing:
+        return ExitCode.USAGE
+    return ExitCode.OK if result.ok(strict) else ExitCode.PROBLEMS
+
+
+def _display_path(result: CheckResult, problem: Problem) -> str:
+    if problem.path in (".", ""):
+        return str(result.directory)
+    return os.path.join(result.directory, problem.path)
+
+
+def use_color(stream: TextIO) -> bool:
+    """Colour only on a terminal, and never when NO_COLOR is set (no-color.org)."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def format_text(result: CheckResult, color: bool) -> str:
+    red, yellow, bold, reset = (
+        ("\x1b[31m", "\x1b[33m", "\x1b[1m", "\x1b[0m") if color else ("",) * 4
+    )
+    lines = []
+    for problem in result.problems:
+        where = printable(_display_path(result, problem))
+        if problem.line is not None:
+            where += f":{problem.line}"
+        tint = red if problem.is_error else yellow
+        lines.append(
+            f"{bold}{where}:{reset} {tint}{problem.severity.value}{reset} "
+            f"{problem.rule.value} {printable(problem.message)}"
+        )
+    rows = sum(chart.rows for chart in result.charts)
+    verdict = "ok" if result.errors == 0 else "failed"
+    lines.append(
+        f"{printable(str(result.directory))}: {verdict}: {result.errors} error(s), "
+        f"{result.warnings} warning(s), {len(result.charts)} chart(s), {rows:,} row(s)"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def format_json(result: CheckResult, strict: bool) -> str:
+    document = {
+        "ok": result.ok(strict),
+        "directory": str(result.directory),
+        "problems": [problem.as_dict() for problem in result.problems],
+        "charts": [chart.as_dict() for chart in result.charts],
+    }
+    return json.dumps(document, indent=2) + "\n"
+
+
+def _escape_data(text: str) -> str:
+    # GitHub's workflow-command escaping (actions/toolkit's escapeData/escapeProperty).
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def format_github(result: CheckResult) -> str:
+    lines = []
+    for problem in result.problems:
+        command = "error" if problem.severity is Severity.ERROR else "warning"
+        properties = [f"file={_escape_property(printable(_display_path(result, problem)))}"]
+        if problem.line is not None:
+            properties.append(f"line={problem.line}")
+        properties.append(f"title={_escape_property(problem.rule.value)}")
+        message = _escape_data(printable(problem.message))
+        lines.append(f"::{command} {','.join(properties)}::{message}")
+    return "".join(line + "\n" for line in lines)
+
+
+def render(result: CheckResult, output_format: str, strict: bool, stream: TextIO) -> str:
+    if output_format == "json":
+        return format_json(result, strict)
+    if output_format == "github":
+        return format_github(result)
+    return format_text(result, use_color(stream))
