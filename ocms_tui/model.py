@@ -150,6 +150,7 @@ class RunModel:
         self.loading = True  # until a refresh has read everything there was
         self.settling = False  # a chart's first row waits for metrics.json to catch up
         self._schema_problems: tuple[Problem, ...] = ()
+        self._declared_files: frozenset[str] | None = None
         self._schema_identity: tuple[int, int, int, int] | None = None
 
     @property
@@ -210,6 +211,7 @@ class RunModel:
         self.has_metrics_json = False
         self._schema_identity = None
         self._schema_problems = ()
+        self._declared_files = None
         return had
 
     def _refresh_schema(self) -> bool:
@@ -231,11 +233,13 @@ class RunModel:
         self.has_metrics_json = data is not None
         if data is None:
             self._schema_problems = (problem,) if problem else ()
+            self._declared_files = None
             return self._set_specs(())
         if identity is not None:
             self.last_write = max(self.last_write or 0.0, identity[3] / 1e9)
         schema = parse_schema(data, total_size=identity[2] if identity else None)
         self._schema_problems = schema.problems
+        self._declared_files = schema.declared_files
         return self._set_specs(schema.charts)
 
     def _set_specs(self, specs: tuple[ChartSpec, ...]) -> bool:
@@ -271,7 +275,9 @@ class RunModel:
         return problems
 
     def _orphan_problems(self) -> list[Problem]:
-        declared = {chart.file for chart in self.charts}
+        declared = self._declared_files
+        if declared is None:
+            return []
         orphans: list[Problem] = []
         try:
             with os.scandir(self.directory) as entries:
@@ -322,4 +328,3 @@ def _read_small_file(
         return None, None, None
     finally:
         os.close(descriptor)
-

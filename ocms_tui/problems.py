@@ -61,6 +61,7 @@ class Problem:
     path: str
     message: str
     line: int | None = None
+    overflow: bool = False  # the "N more like this" line after a rule hit its cap
 
     @property
     def severity(self) -> Severity:
@@ -70,8 +71,8 @@ class Problem:
     def is_error(self) -> bool:
         return self.rule.severity is Severity.ERROR
 
-    def sort_key(self) -> tuple[str, int, str]:
-        return (self.path, self.line or 0, self.rule.value)
+    def sort_key(self) -> tuple[str, bool, int, str]:
+        return (self.path, self.overflow, self.line or 0, self.rule.value)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -127,7 +128,10 @@ class ProblemCollector:
         """The kept problems plus one line (of the same rule) per rule that hit the cap."""
         extra = [
             Problem(
-                rule, self.path, f"{count} more {rule.value} problem(s) in this file not listed"
+                rule,
+                self.path,
+                f"{count} more {rule.value} problem(s) in this file not listed",
+                overflow=True,
             )
             for rule, count in self.suppressed.items()
         ]

@@ -35,6 +35,9 @@ class ChartSpec:
 class Schema:
     charts: tuple[ChartSpec, ...]
     problems: tuple[Problem, ...]
+    # Every file a chart names, also past the 6-chart limit; None when the chart list
+    # could not be read at all (then no CSV can be called an orphan).
+    declared_files: frozenset[str] | None = None
 
 
 def _line_of(text: str, needle: object, start: int = 0) -> int | None:
@@ -133,7 +136,12 @@ def parse_schema(data: bytes, total_size: int | None = None) -> Schema:
         spec = _check_chart(chart, where, line, seen_names, report)
         if spec is not None:
             specs.append(spec)
-    return Schema(tuple(specs), tuple(problems))
+    declared = frozenset(
+        chart["file"]
+        for chart in charts
+        if isinstance(chart, dict) and isinstance(chart.get("file"), str)
+    )
+    return Schema(tuple(specs), tuple(problems), declared)
 
 
 def _check_chart(

@@ -1,0 +1,212 @@
+"""`ocms-tui --check`: one fixture directory per rule, the three formats, exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ocms_tui.checker import check_directory
+from ocms_tui.cli import main
+from ocms_tui.problems import Rule, Severity
+from ocms_tui.report import ExitCode, exit_code, format_github, format_text, printable
+
+DATA = Path(__file__).parent / "data"
+
+# fixture directory -> (rule it must raise, file, line or None)
+EXPECTED = {
+    "missing-metrics-json": (Rule.MISSING_METRICS_JSON, "metrics.json", None),
+    "invalid-json": (Rule.INVALID_JSON, "metrics.json", 3),
+    "bad-schema": (Rule.BAD_SCHEMA, "metrics.json", None),
+    "too-many-charts": (Rule.TOO_MANY_CHARTS, "metrics.json", None),
+    "bad-chart-name": (Rule.BAD_CHART_NAME, "metrics.json", 13),
+    "bad-y-axis-name": (Rule.BAD_Y_AXIS_NAME, "metrics.json", 5),
+    "unsafe-path": (Rule.UNSAFE_PATH, "metrics.json", 5),
+    "missing-csv": (Rule.MISSING_CSV, "learning_rate.csv", None),
+    "orphan-csv": (Rule.ORPHAN_CSV, "old_loss.csv", None),
+    "row-width": (Rule.ROW_WIDTH, "loss.csv", 2),
+    "bad-step": (Rule.BAD_STEP, "loss.csv", 2),
+    "bad-value": (Rule.BAD_VALUE, "loss.csv", 2),
+    "header-row": (Rule.HEADER_ROW, "loss.csv", 1),
+    "step-regression": (Rule.STEP_REGRESSION, "loss.csv", 4),
+    "non-finite": (Rule.NON_FINITE, "loss.csv", 2),
+    "partial-line": (Rule.PARTIAL_LINE, "loss.csv", 3),
+    "empty-chart": (Rule.EMPTY_CHART, "learning_rate.csv", None),
+}
+
+
+def test_every_rule_of_the_issue_has_a_fixture() -> None:
+    assert {rule for rule, _, _ in EXPECTED.values()} >= {
+        rule for rule in Rule if rule not in (Rule.MISSING_DIR, Rule.NOT_A_FILE, Rule.LINE_TOO_LONG)
+    }
+
+
+@pytest.mark.parametrize("case", sorted(EXPECTED))
+def test_fixture_reports_exactly_its_rule(case: str) -> None:
+    rule, path, line = EXPECTED[case]
+    result = check_directory(DATA / case)
+    assert [(p.rule, p.path, p.line) for p in result.problems] == [(rule, path, line)]
+    expected_exit = ExitCode.PROBLEMS if rule.severity is Severity.ERROR else ExitCode.OK
+    assert exit_code(result, strict=False) == expected_exit
+    assert exit_code(result, strict=True) == ExitCode.PROBLEMS
+    message = result.problems[0].message
+    assert len(message) > 20, "a message says what is wrong and how to fix it"
+
+
+def test_clean_fixture_passes_with_charts_summarised() -> None:
+    result = check_directory(DATA / "clean")
+    assert result.problems == ()
+    assert [(c.name, c.rows, c.last_step) for c in result.charts] == [
+        ("loss", 3, 3),
+        ("learning_rate", 3, 3),
+    ]
+    assert exit_code(result, strict=True) == ExitCode.OK
+
+
+def test_a_broken_line_does_not_stop_the_scan(tmp_path: Path) -> None:
+    shutil.copytree(DATA / "clean", tmp_path, dirs_exist_ok=True)
+    (tmp_path / "loss.csv").write_bytes(b"1,0.9,\n2,oops,\n3,0.7,\n4,0.6\n5,0.5,\n")
+    result = check_directory(tmp_path)
+    assert [(p.rule, p.line) for p in result.problems] == [(Rule.BAD_VALUE, 2), (Rule.ROW_WIDTH, 4)]
+    loss = result.charts[0]
+    assert loss.rows == 4 and loss.last_step == 5
+
+
+def test_thousands_of_bad_rows_are_capped_with_a_count(tmp_path: Path) -> None:
+    shutil.copytree(DATA / "clean", tmp_path, dirs_exist_ok=True)
+    (tmp_path / "loss.csv").write_bytes(b"".join(b"%d,x,\n" % step for step in range(5000)))
+    problems = check_directory(tmp_path).problems
+    bad_values = [p for p in problems if p.rule is Rule.BAD_VALUE]
+    assert len(bad_values) == 21
+    assert [p.line for p in bad_values if p.line is not None] == list(range(1, 21))
+    assert "4980 more bad-value" in bad_values[-1].message
+
+
+def test_text_format_is_one_line_per_problem_plus_verdict() -> None:
+    result = check_directory(DATA / "row-width")
+    lines = format_text(result, color=False).splitlines()
+    assert lines[0] == (
+        f"{DATA / 'row-width' / 'loss.csv'}:2: error row-width "
+        "2 fields, expected 3 (step + 2 series of metrics.json)"
+    )
+    assert lines[1].endswith("failed: 1 error(s), 0 warning(s), 2 chart(s), 5 row(s)")
+    assert "\x1b" not in "".join(lines)
+    assert "\x1b[31m" in format_text(result, color=True)
+
+
+def test_github_format_annotates_file_and_line() -> None:
+    output = format_github(check_directory(DATA / "step-regression"))
+    assert output == (
+        f"::warning file={DATA / 'step-regression' / 'loss.csv'},line=4,title=step-regression"
+        "::step 2 after step 3 (a resumed run re-logging steps?); rows are kept\n"
+    )
+
+
+def test_json_format_via_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["--check", str(DATA / "bad-value"), "--format", "json"])
+    document = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert document["ok"] is False
+    assert document["problems"] == [
+        {
+            "rule": "bad-value",
+            "severity": "error",
+            "path": "loss.csv",
+            "line": 2,
+            "message": "eval_loss: 'abc' is not a number (leave the field empty for a missing "
+            "value); shown as a gap",
+        }
+    ]
+    assert document["charts"][0] == {
+        "name": "loss",
+        "rows": 3,
+        "last_step": 3,
+        "y_axis": ["loss", "eval_loss"],
+    }
+
+
+def test_strict_turns_warnings_into_failure(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--check", str(DATA / "orphan-csv")]) == 0
+    assert main(["--check", str(DATA / "orphan-csv"), "--strict"]) == 1
+    capsys.readouterr()
+
+
+def test_missing_directory_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--check", str(tmp_path / "nope")]) == 2
+    assert "does not exist" in capsys.readouterr().out
+
+
+def test_directory_defaults_to_metrics_env(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("METRICS", str(DATA / "clean"))
+    assert main(["--check"]) == 0
+    assert "ok: 0 error(s)" in capsys.readouterr().out
+
+
+def test_directory_defaults_to_ocms_metrics_in_cwd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("METRICS", raising=False)
+    shutil.copytree(DATA / "clean", tmp_path / "ocms_metrics")
+    monkeypatch.chdir(tmp_path)
+    assert main(["--check"]) == 0
+    assert "ocms_metrics: ok" in capsys.readouterr().out
+
+
+def test_usage_error_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--check", "x", "--format", "xml"])
+    assert exited.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_names_cannot_drive_the_terminal(tmp_path: Path) -> None:
+    (tmp_path / "metrics.json").write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "charts": [
+                    {
+                        "name": "loss",
+                        "file": "loss.csv",
+                        "x_axis": "step",
+                        "y_axis": ["\x1b[2J\x1b]0;pwned\x07", "[bold red]x[/]"],
+                    }
+                ],
+            }
+        )
+    )
+    (tmp_path / "loss.csv").write_bytes(b"1,0.5,0.5\n")
+    (tmp_path / "\x1b[31mevil.csv").write_bytes(b"")
+    result = check_directory(tmp_path)
+    for output in (format_text(result, color=False), format_github(result)):
+        assert "\x1b" not in output and "\x07" not in output
+    assert "[bold red]x[/]" in format_text(result, color=False)
+    assert printable("a\x1bb\x9bc") == "a\\x1bb\\x9bc"
+
+
+def test_installed_console_script_and_module_entry() -> None:
+    env = {**os.environ, "NO_COLOR": "1"}
+    for command in (["ocms-tui"], [sys.executable, "-m", "ocms_tui"]):
+        executable = shutil.which(command[0]) if command[0] == "ocms-tui" else command[0]
+        assert executable, "the ocms-tui console script is installed"
+        done = subprocess.run(
+            [executable, *command[1:], "--check", str(DATA / "row-width")],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert done.returncode == 1
+        assert "row-width" in done.stdout
+        assert "Traceback" not in done.stderr
+    version = subprocess.run(
+        [sys.executable, "-m", "ocms_tui", "--version"], capture_output=True, text=True
+    )
+    assert version.stdout.strip().startswith("ocms-tui ")
