@@ -235,9 +235,9 @@ class CsvFollower:
             self._check_tail_length()
             return _NO_ROWS
         self._tail = data[last_newline + 1 :]
-        complete = data[: last_newline + 1]
-        self._check_tail_length()
-        return self._parse_complete(complete)
+        parsed = self._parse_complete(data[: last_newline + 1])
+        self._check_tail_length()  # after parsing, so the tail's line number is known
+        return parsed
 
     def _parse_complete(self, complete: bytes) -> ParsedRows:
         long_lines = _long_line_spans(complete)

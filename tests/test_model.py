@@ -1,0 +1,172 @@
+"""RunModel on real directories: structure changes, widening, late directories, stats."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from ocms_tui.model import RunModel
+from ocms_tui.problems import Rule
+
+
+def _write_schema(directory: Path, charts: dict[str, list[str]]) -> None:
+    document = {
+        "version": 1,
+        "charts": [
+            {"name": name, "file": f"{name}.csv", "x_axis": "step", "y_axis": y_axis}
+            for name, y_axis in charts.items()
+        ],
+    }
+    temporary = directory / "metrics.json.tmp"
+    temporary.write_text(json.dumps(document))
+    os.replace(temporary, directory / "metrics.json")
+
+
+def _replace(path: Path, data: bytes) -> None:
+    temporary = path.with_suffix(".tmp")
+    temporary.write_bytes(data)
+    os.replace(temporary, path)
+
+
+def test_loads_then_follows_and_keeps_stats(tmp_path: Path) -> None:
+    _write_schema(tmp_path, {"loss": ["loss", "eval_loss"]})
+    (tmp_path / "loss.csv").write_bytes(b"1,0.9,\n2,0.5,0.7\n3,nan,\n")
+    model = RunModel(tmp_path)
+    change = model.refresh()
+    assert change.structure and change.charts == {"loss"}
+    (loss,) = model.charts
+    assert loss.rows == 3 and loss.last_step == 3 and loss.version == 1
+    train = loss.stats(0)
+    # A logged nan is stored like a gap: the latest *value* is still step 2's.
+    assert (train.latest_step, train.minimum, train.maximum, train.count) == (2, 0.5, 0.9, 2)
+    assert math.isnan(loss.values(0)[-1])
+    with (tmp_path / "loss.csv").open("ab") as handle:
+        handle.write(b"4,0.25,\n")
+    change = model.refresh()
+    assert not change.structure and change.charts == {"loss"}
+    assert loss.stats(0).latest == 0.25 and loss.stats(0).minimum == 0.25
+    assert loss.stats(1).latest == 0.7 and loss.stats(1).latest_step == 2
+    assert not model.refresh().any
+
+
+def test_views_handed_out_stay_valid_while_the_chart_grows(tmp_path: Path) -> None:
+    _write_schema(tmp_path, {"loss": ["loss"]})
+    (tmp_path / "loss.csv").write_bytes(b"1,1.0\n")
+    model = RunModel(tmp_path)
+    model.refresh()
+    steps_before = model.charts[0].steps()
+    with (tmp_path / "loss.csv").open("ab") as handle:
+        handle.write(b"".join(b"%d,2.0\n" % i for i in range(2, 5000)))
+    model.refresh()
+    assert steps_before.tolist() == [1]
+    assert len(model.charts[0].steps()) == 4999
+
+
+def test_widening_between_the_two_renames_never_shows_a_problem(tmp_path: Path) -> None:
+    _write_schema(tmp_path, {"loss": ["loss"]})
+    (tmp_path / "loss.csv").write_bytes(b"1,0.9\n2,0.8\n")
+    model = RunModel(tmp_path, settle_seconds=5.0)
+    model.refresh()
+    # The recorder widens: CSV replaced first, metrics.json a moment later.
+    _replace(tmp_path / "loss.csv", b"1,0.9,\n2,0.8,\n3,0.7,0.75\n")
+    between = model.refresh()
+    assert model.problems == () and model.settling
+    assert model.charts[0].rows == 2, "the old rows stay on screen while it settles"
+    assert not between.problems
+    _write_schema(tmp_path, {"loss": ["loss", "eval_loss"]})
+    after = model.refresh()
+    assert after.structure and model.problems == () and not model.settling
+    assert model.charts[0].y_axis == ("loss", "eval_loss")
+    assert model.charts[0].rows == 3 and model.charts[0].stats(1).latest == 0.75
+
+
+def test_a_real_width_mismatch_is_reported_after_settling(tmp_path: Path) -> None:
+    _write_schema(tmp_path, {"loss": ["loss"]})
+    (tmp_path / "loss.csv").write_bytes(b"1,0.9,0.1\n")
+    model = RunModel(tmp_path, settle_seconds=0.2)
+    model.load_settled()
+    assert [(p.rule, p.line) for p in model.problems] == [(Rule.ROW_WIDTH, 1)]
+
+
+def test_metrics_json_replaced_with_a_new_chart(tmp_path: Path) -> None:
+    _write_schema(tmp_path, {"loss": ["loss"]})
+    (tmp_path / "loss.csv").write_bytes(b"1,0.9\n")
+    model = RunModel(tmp_path)
+    model.refresh()
+    loss_before = model.charts[0]
+    _write_schema(tmp_path, {"loss": ["loss"], "grad_norm": ["grad_norm"]})
+    (tmp_path / "grad_norm.csv").write_bytes(b"1,3.5\n")
+    change = model.refresh()
+    assert change.structure and [c.name for c in model.charts] == ["loss", "grad_norm"]
+    assert model.charts[0] is loss_before, "an unchanged chart is not re-read"
+    assert model.charts[1].stats(0).latest == 3.5
+
+
+def test_directory_created_late_and_run_restarted(tmp_path: Path) -> None:
+    directory = tmp_path / "ocms_metrics"
+    model = RunModel(directory)
+    model.refresh()
+    assert not model.exists and [p.rule for p in model.problems] == [Rule.MISSING_DIR]
+    directory.mkdir()
+    model.refresh()
+    assert [p.rule for p in model.problems] == [Rule.MISSING_METRICS_JSON]
+    _write_schema(directory, {"loss": ["loss"]})
+    (directory / "loss.csv").write_bytes(b"1,0.9\n2,0.8\n")
+    model.refresh()
+    assert model.total_rows == 2 and model.problems == ()
+    # The run restarts: files are deleted and written again from step 0.
+    for name in ("loss.csv", "metrics.json"):
+        (directory / name).unlink()
+    model.refresh()
+    assert model.charts == ()
+    _write_schema(directory, {"loss": ["loss"]})
+    (directory / "loss.csv").write_bytes(b"0,1.5\n")
+    model.refresh()
+    assert model.charts[0].steps().tolist() == [0]
+    assert model.charts[0].stats(0).maximum == 1.5
+
+
+def test_reload_reads_everything_again(tmp_path: Path) -> None:
+    _write_schema(tmp_path, {"loss": ["loss"]})
+    (tmp_path / "loss.csv").write_bytes(b"1,0.9\n")
+    model = RunModel(tmp_path)
+    model.refresh()
+    first = model.charts[0]
+    change = model.reload()
+    assert change.structure and model.charts[0] is not first and model.total_rows == 1
+
+
+def test_budget_shows_first_rows_before_everything_is_loaded(tmp_path: Path) -> None:
+    _write_schema(tmp_path, {"loss": ["loss"]})
+    (tmp_path / "loss.csv").write_bytes(b"".join(b"%d,0.5\n" % i for i in range(200_000)))
+    model = RunModel(tmp_path)
+    change = model.refresh(budget_bytes=64 * 1024)
+    assert change.more and model.loading and 0 < model.total_rows < 200_000
+    while model.refresh(budget_bytes=512 * 1024).more:
+        pass
+    assert model.total_rows == 200_000 and not model.loading
+
+
+def test_problems_come_and_go(tmp_path: Path) -> None:
+    _write_schema(tmp_path, {"loss": ["loss"]})
+    (tmp_path / "loss.csv").write_bytes(b"1,0.9\n2,0.")
+    model = RunModel(tmp_path)
+    model.refresh()
+    assert [p.rule for p in model.problems] == [Rule.PARTIAL_LINE]
+    with (tmp_path / "loss.csv").open("ab") as handle:
+        handle.write(b"8\n")
+    assert model.refresh().problems and model.problems == ()
+
+
+def test_core_does_not_import_textual() -> None:
+    code = (
+        "import sys, ocms_tui.model, ocms_tui.checker, ocms_tui.report, ocms_tui.cli, "
+        "ocms_tui.schema, ocms_tui.reader, ocms_tui.parse, ocms_tui.series; "
+        "assert 'textual' not in sys.modules, 'core imported textual'; "
+        "assert 'rich' not in sys.modules, 'core imported rich'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -1,0 +1,160 @@
+"""The exact per-line parser is the reference; the bulk parser must agree with it on anything."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ocms_tui.parse import ChunkContext, ParsedRows, parse_chunk, parse_exact
+from ocms_tui.problems import ProblemCollector, Rule
+
+Y_AXIS = ("loss", "eval_loss", "aux_loss")
+
+
+def _context(first_line: int = 1, previous_step: int | None = None) -> ChunkContext:
+    return ChunkContext(
+        "loss.csv", Y_AXIS, ProblemCollector("loss.csv", cap=5), first_line, previous_step
+    )
+
+
+def _parse(data: bytes, bulk_min_bytes: int) -> tuple[ParsedRows, ChunkContext]:
+    context = _context()
+    return parse_chunk(data, context, bulk_min_bytes=bulk_min_bytes), context
+
+
+def _same_rows(left: ParsedRows, right: ParsedRows) -> None:
+    assert left.steps.tolist() == right.steps.tolist()
+    for a, b in zip(left.columns, right.columns, strict=True):
+        np.testing.assert_array_equal(a, b)  # NaN == NaN here, and exact float equality
+    assert left.lines == right.lines
+    assert left.last_step == right.last_step
+
+
+def _assert_paths_agree(data: bytes) -> None:
+    exact, exact_context = _parse(data, bulk_min_bytes=len(data) + 1)
+    bulk, bulk_context = _parse(data, bulk_min_bytes=0)  # bulk first, split down on doubt
+    _same_rows(exact, bulk)
+    assert sorted(exact_context.problems.summary(), key=lambda p: p.sort_key()) == sorted(
+        bulk_context.problems.summary(), key=lambda p: p.sort_key()
+    )
+    assert exact_context.first_line == bulk_context.first_line
+    assert exact_context.previous_step == bulk_context.previous_step
+
+
+value_text = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.integers(-(10**20), 10**20).map(str),
+    st.sampled_from(
+        [
+            *["", "", "nan", "NaN", "-nan", "+inf", "-inf", "inf", "Infinity", "1e400", "-1e-400"],
+            *["1.", ".5", "5.e3", "1e5", "1E+05", "+1", "-0", "1_0", " 1", "1 ", "0x10", "e5"],
+            *["1e", "-", ".", "nan1", "1.5.3", "--1", "+-1", "abc", '"1"', "1\r", "é", "inf5"],
+        ]
+    ),
+)
+step_text = st.one_of(
+    st.integers(0, 2**64).map(str),
+    st.sampled_from(["-1", "+5", "-0", "01", "1.0", "", "step", "9223372036854775808", " 1"]),
+)
+row = st.one_of(
+    st.tuples(step_text, st.lists(value_text, min_size=3, max_size=3)).map(
+        lambda parts: ",".join([parts[0], *parts[1]])
+    ),
+    st.lists(value_text, min_size=0, max_size=6).map(",".join),
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(row, min_size=1, max_size=40))
+def test_bulk_and_exact_agree_on_any_rows(rows: list[str]) -> None:
+    _assert_paths_agree(("\n".join(rows) + "\n").encode())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(min_size=1, max_size=300))
+def test_bulk_and_exact_agree_on_any_bytes(data: bytes) -> None:
+    data = data if data.endswith(b"\n") else data + b"\n"
+    _assert_paths_agree(data)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=50))
+def test_values_round_trip_exactly(values: list[float]) -> None:
+    data = "".join(f"{step},{value!r},,{-value!r}\n" for step, value in enumerate(values)).encode()
+    for bulk_min_bytes in (0, 10**9):
+        parsed, context = _parse(data, bulk_min_bytes)
+        assert parsed.columns[0].tolist() == values
+        assert parsed.columns[2].tolist() == [-v for v in values]
+        assert all(math.isnan(v) for v in parsed.columns[1])
+        assert context.problems.problems == []
+
+
+def test_large_clean_chunk_takes_the_bulk_path() -> None:
+    data = b"".join(b"%d,%r,,0.5\n" % (step, step / 7) for step in range(20_000))
+    parsed, context = _parse(data, bulk_min_bytes=1024)
+    assert parsed.rows == 20_000
+    assert parsed.exact_lines == 0
+    assert context.first_line == 20_001
+
+
+def test_one_bad_row_sends_only_a_small_piece_to_the_exact_path() -> None:
+    rows = [b"%d,%r,,0.5\n" % (step, step / 7) for step in range(20_000)]
+    rows[12_345] = b"12345,oops,,0.5\n"
+    parsed, context = _parse(b"".join(rows), bulk_min_bytes=4096)
+    assert parsed.rows == 20_000
+    assert 0 < parsed.exact_lines < 500
+    assert [(p.rule, p.line) for p in context.problems.problems] == [(Rule.BAD_VALUE, 12_346)]
+
+
+def test_chunks_continue_line_numbers_and_steps() -> None:
+    context = _context()
+    parse_chunk(b"1,1,,\n5,1,,\n", context)
+    parse_chunk(b"3,1,,\nx\n", context)
+    assert [(p.rule, p.line) for p in context.problems.problems] == [
+        (Rule.STEP_REGRESSION, 3),
+        (Rule.ROW_WIDTH, 4),
+    ]
+    assert context.previous_step == 3 and context.first_line == 5
+
+
+@pytest.mark.parametrize(
+    ("line", "rule"),
+    [
+        (b"", Rule.ROW_WIDTH),
+        (b"1,2", Rule.ROW_WIDTH),
+        (b"1,2,3,4,5", Rule.ROW_WIDTH),
+        (b"-1,2,3,4", Rule.BAD_STEP),
+        (b"1.5,2,3,4", Rule.BAD_STEP),
+        (b"99999999999999999999,2,3,4", Rule.BAD_STEP),
+        (b"1,2,three,4", Rule.BAD_VALUE),
+        (b"1,2,3,4\r", Rule.BAD_VALUE),
+        (b"1,2,nan,4", Rule.NON_FINITE),
+        (b"1,2,-inf,4", Rule.NON_FINITE),
+    ],
+)
+def test_each_row_rule(line: bytes, rule: Rule) -> None:
+    context = _context(first_line=7)
+    parse_exact(line + b"\n", context)
+    assert [(p.rule, p.line) for p in context.problems.problems] == [(rule, 7)]
+
+
+def test_header_only_on_the_first_line() -> None:
+    first = _context(first_line=1)
+    parse_exact(b"step,loss,eval_loss,aux_loss\n", first)
+    later = _context(first_line=2)
+    parse_exact(b"step,loss,eval_loss,aux_loss\n", later)
+    assert first.problems.problems[0].rule is Rule.HEADER_ROW
+    assert later.problems.problems[0].rule is Rule.BAD_STEP
+
+
+def test_bad_value_keeps_the_row_as_a_gap() -> None:
+    context = _context()
+    parsed = parse_exact(b"1,0.5,bad,0.25\n", context)
+    assert parsed.steps.tolist() == [1]
+    assert parsed.columns[0].tolist() == [0.5]
+    assert math.isnan(parsed.columns[1][0])
+    assert parsed.columns[2].tolist() == [0.25]
