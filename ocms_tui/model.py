@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 from ocms_recorder import CSV_SUFFIX, METRICS_JSON
 
+from ocms_tui.parse import ParsedRows
 from ocms_tui.problems import Problem, Rule
 from ocms_tui.reader import CsvFollower, FileState, resolve_inside
 from ocms_tui.schema import MAX_METRICS_JSON_BYTES, ChartSpec, parse_schema
@@ -81,17 +82,21 @@ class ChartData:
 
     def update(self, budget_bytes: int | None, now: float) -> tuple[bool, bool, bool]:
         """Read new rows. Returns (changed, more to read, held back to settle)."""
-        result = self.follower.poll(budget_bytes, now)
-        changed = result.reset or bool(result.rows)
-        if result.reset:
-            self._store = SeriesStore(len(self.spec.y_axis))
-        if result.rows:
-            self._store.reserve(self._store.rows + result.rows)
-            for part in result.parts:
-                self._store.append(part)
+        result = self.follower.poll(budget_bytes, now, self._reset_store, self._append)
+        changed = result.reset or result.rows > 0
         if changed:
             self.version += 1
         return changed, result.more, result.held
+
+    def _reset_store(self) -> None:
+        self._store = SeriesStore(len(self.spec.y_axis))
+
+    def _append(self, parsed: ParsedRows) -> None:
+        store = self._store
+        if store.rows == 0:
+            # Size the buffers once for the whole file instead of growing them.
+            store.reserve(max(parsed.rows, int(self.follower.expected_rows() * 1.02)))
+        store.append(parsed)
 
     def file_problems(self) -> list[Problem]:
         """Row problems found so far plus the file's current state."""

@@ -18,7 +18,8 @@ import polars as pl
 
 from ocms_tui.problems import ProblemCollector, Rule
 
-STEP_RE = re.compile(rb"[0-9]+")
+# A sign is tolerated as int() and the bulk parser do; the value must still be >= 0.
+STEP_RE = re.compile(rb"[+-]?[0-9]+")
 # What Python's repr(float) writes, plus the spellings of nan/inf that float() accepts.
 VALUE_RE = re.compile(
     rb"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|(?i:nan|inf|infinity))"
@@ -27,7 +28,7 @@ MAX_STEP = 2**63 - 1
 
 # Bytes a clean chunk can contain. Anything else (spaces, quotes, \r, letters outside
 # nan/inf/e) sends the chunk to the exact parser, so polars' leniencies never matter.
-_BULK_ALPHABET = b"0123456789.,-+eEnaifNAIF\n"
+_BULK_ALPHABET_BUT_COMMA = b"0123456789.-+eEnaifNAIF\n"
 BULK_MIN_BYTES = 32 * 1024
 _HEADER_HINT = re.compile(rb"[A-Za-z]")
 
@@ -122,7 +123,7 @@ def parse_exact(data: bytes, context: ChunkContext) -> ParsedRows:
                 )
             continue
         step_field = fields[0]
-        if STEP_RE.fullmatch(step_field) is None or int(step_field) > MAX_STEP:
+        if STEP_RE.fullmatch(step_field) is None or not 0 <= int(step_field) <= MAX_STEP:
             if line_no == 1 and _looks_like_header(fields):
                 context.problems.add(
                     Rule.HEADER_ROW,
@@ -174,16 +175,9 @@ def _looks_like_header(fields: list[bytes]) -> bool:
 
 def _parse_bulk(data: bytes, context: ChunkContext) -> ParsedRows | None:
     """Parse a chunk natively when it is provably clean; None means "use the exact path"."""
-    line_count = data.count(b"\n")
-    if (
-        line_count == 0
-        or data.translate(None, _BULK_ALPHABET)
-        or data.count(b",") != line_count * (context.width - 1)
-        or data[:1] in (b"-", b"+")
-        or b"\n-" in data
-        or b"\n+" in data
-        or b"\n\n" in data
-    ):
+    # One pass: what survives deleting every clean byte but the comma must be commas only.
+    commas = data.translate(None, _BULK_ALPHABET_BUT_COMMA)
+    if commas.count(b",") != len(commas):
         return None
     schema = {"step": pl.Int64, **{f"v{i}": pl.Float64 for i in range(len(context.y_axis))}}
     try:
@@ -195,9 +189,16 @@ def _parse_bulk(data: bytes, context: ChunkContext) -> ParsedRows | None:
         )
     except (pl.exceptions.PolarsError, ValueError, OverflowError):
         return None
-    if frame.height != line_count or frame.get_column("step").null_count():
+    # Blank lines are rows of nulls; short rows are caught by the comma count.
+    if (
+        frame.height == 0
+        or frame.get_column("step").null_count()
+        or len(commas) != frame.height * (context.width - 1)
+    ):
         return None
     steps = frame.get_column("step").to_numpy()
+    if steps.min() < 0:
+        return None
     columns = [
         frame.get_column(f"v{i}").to_numpy().astype(np.float64, copy=False)
         for i in range(len(context.y_axis))
@@ -207,7 +208,7 @@ def _parse_bulk(data: bytes, context: ChunkContext) -> ParsedRows | None:
         steps=steps,
         columns=columns,
         last_step=int(steps[-1]),
-        lines=line_count,
+        lines=frame.height,
     )
 
 

@@ -9,6 +9,7 @@ import errno
 import os
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -33,18 +34,18 @@ class FileState(Enum):
     UNREADABLE = "unreadable"
 
 
+RowSink = Callable[[ParsedRows], None]
+
+
 @dataclass
 class ReadResult:
-    """What one poll found: a reset (drop the chart's rows first), then rows to append."""
+    """What one poll found. Rows went to the sink (or into `parts` when none was given)."""
 
-    reset: bool = False
+    reset: bool = False  # the file was replaced, truncated or lost: drop its rows first
     parts: list[ParsedRows] = field(default_factory=list)
+    rows: int = 0
     more: bool = False  # bytes are left to read (a budget or a settling file stopped this poll)
     held: bool = False  # the file's first row does not fit the schema yet; looked at again later
-
-    @property
-    def rows(self) -> int:
-        return sum(part.rows for part in self.parts)
 
 
 def resolve_inside(directory: Path, name: str) -> tuple[Path | None, FileState]:
@@ -101,7 +102,7 @@ class CsvFollower:
         self.offset = 0
         self.size = 0
         self.mtime: float | None = None
-        self._tail = b""
+        self._partial = False
         self._skipping_long_line = False
         self._new_context()
 
@@ -113,7 +114,7 @@ class CsvFollower:
         self._fingerprint = b""
         self.offset = 0
         self.size = 0
-        self._tail = b""
+        self._partial = False
         self._skipping_long_line = False
         self._new_context()
 
@@ -124,7 +125,7 @@ class CsvFollower:
     @property
     def partial_line(self) -> bool:
         """The last line has no newline yet (a row still being written)."""
-        return bool(self._tail) or self._skipping_long_line
+        return self._partial or self._skipping_long_line
 
     @property
     def lines_read(self) -> int:
@@ -134,21 +135,40 @@ class CsvFollower:
     def at_file_start(self) -> bool:
         return self.offset == 0
 
-    def poll(self, budget_bytes: int | None = None, now: float | None = None) -> ReadResult:
-        """Read what was appended since the last poll (at most `budget_bytes` of it)."""
+    def poll(
+        self,
+        budget_bytes: int | None = None,
+        now: float | None = None,
+        on_reset: Callable[[], None] | None = None,
+        on_rows: RowSink | None = None,
+    ) -> ReadResult:
+        """Read what was appended since the last poll (at most `budget_bytes` of it).
+
+        `on_reset` runs before any row of a replaced file reaches `on_rows`, so a caller
+        can stream rows straight into its storage without holding a second copy.
+        """
+        result = ReadResult()
+        if on_rows is None:
+            on_rows = result.parts.append
+        counted_sink = on_rows
+
+        def on_rows_counted(parsed: ParsedRows) -> None:
+            result.rows += parsed.rows
+            counted_sink(parsed)
+
         path, state = resolve_inside(self.directory, self.file_name)
         if path is None:
-            return self._lost(state)
+            return self._lost(state, on_reset)
         try:
             # O_NONBLOCK: opening a FIFO for reading must not wait for a writer.
             descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
         except OSError as error:
             missing = error.errno == errno.ENOENT
-            return self._lost(FileState.MISSING if missing else FileState.UNREADABLE)
+            return self._lost(FileState.MISSING if missing else FileState.UNREADABLE, on_reset)
         try:
             info = os.fstat(descriptor)
             if not stat.S_ISREG(info.st_mode):
-                return self._lost(FileState.NOT_A_FILE)
+                return self._lost(FileState.NOT_A_FILE, on_reset)
             self.state = FileState.OK
             self.mtime = info.st_mtime
             identity = (info.st_dev, info.st_ino)
@@ -161,20 +181,25 @@ class CsvFollower:
                 return ReadResult(more=True, held=True)
             if replaced:
                 self._forget()
+                result.reset = True
+                if on_reset is not None:
+                    on_reset()
             self._identity = identity
             self.size = info.st_size
-            parts, more = self._read_new(descriptor, info.st_size, budget_bytes)
-            return ReadResult(replaced, parts, more)
+            result.more = self._read_new(descriptor, info.st_size, budget_bytes, on_rows_counted)
+            return result
         except OSError:
             self.state = FileState.UNREADABLE
             return ReadResult()
         finally:
             os.close(descriptor)
 
-    def _lost(self, state: FileState) -> ReadResult:
+    def _lost(self, state: FileState, on_reset: Callable[[], None] | None) -> ReadResult:
         had_rows = self._identity is not None or self.lines_read > 0
         self._forget()
         self.state = state
+        if had_rows and on_reset is not None:
+            on_reset()
         return ReadResult(reset=had_rows)
 
     def _must_settle(self, descriptor: int, now: float | None) -> bool:
@@ -203,41 +228,53 @@ class CsvFollower:
         return os.pread(descriptor, len(self._fingerprint), 0) == self._fingerprint
 
     def _read_new(
-        self, descriptor: int, size: int, budget_bytes: int | None
-    ) -> tuple[list[ParsedRows], bool]:
-        parts: list[ParsedRows] = []
+        self, descriptor: int, size: int, budget_bytes: int | None, on_rows: RowSink
+    ) -> bool:
+        """Parse the complete lines after `offset`; True when a budget left bytes unread.
+
+        `offset` only ever moves past whole lines, so an unfinished last line is simply
+        read again next time instead of being kept and concatenated.
+        """
         end = size if budget_bytes is None else min(size, self.offset + budget_bytes)
+        self._partial = False
         while self.offset < end:
-            block = os.pread(descriptor, min(READ_BLOCK_BYTES, end - self.offset), self.offset)
+            # Read at least one line's worth past the budget, so no line can stall it.
+            want = max(min(READ_BLOCK_BYTES, end - self.offset), MAX_LINE_BYTES + 1)
+            block = os.pread(descriptor, min(want, size - self.offset), self.offset)
             if not block:
                 break
-            if self.offset < _FINGERPRINT_BYTES and len(self._fingerprint) < _FINGERPRINT_BYTES:
-                self._fingerprint = (self._fingerprint + block)[:_FINGERPRINT_BYTES]
-            self.offset += len(block)
-            parsed = self._consume(block)
-            if parsed.lines:
-                parts.append(parsed)
-        return parts, self.offset < size
+            if self.offset == 0:
+                self._fingerprint = block[:_FINGERPRINT_BYTES]
+            if self._skipping_long_line:
+                newline = block.find(b"\n")
+                if newline < 0:
+                    self.offset += len(block)
+                    continue
+                self._skipping_long_line = False
+                self.context.first_line += 1
+                self.offset += newline + 1
+                continue
+            last_newline = block.rfind(b"\n")
+            if last_newline < 0:
+                if len(block) > MAX_LINE_BYTES:
+                    self._report_long_line(self.context.first_line)
+                    self._skipping_long_line = True
+                    self.offset += len(block)
+                    continue
+                self._partial = True  # a row still being written
+                break
+            complete = block if last_newline + 1 == len(block) else block[: last_newline + 1]
+            self.offset += len(complete)
+            parsed = self._parse_complete(complete)
+            if parsed.rows:
+                on_rows(parsed)
+        return end < size
 
-    def _consume(self, block: bytes) -> ParsedRows:
-        """Parse the complete lines of tail + block; keep the unfinished rest as the tail."""
-        if self._skipping_long_line:
-            newline = block.find(b"\n")
-            if newline < 0:
-                return _NO_ROWS
-            self._skipping_long_line = False
-            self.context.first_line += 1
-            block = block[newline + 1 :]
-        data = self._tail + block if self._tail else block
-        last_newline = data.rfind(b"\n")
-        if last_newline < 0:
-            self._tail = data
-            self._check_tail_length()
-            return _NO_ROWS
-        self._tail = data[last_newline + 1 :]
-        parsed = self._parse_complete(data[: last_newline + 1])
-        self._check_tail_length()  # after parsing, so the tail's line number is known
-        return parsed
+    def expected_rows(self) -> int:
+        """The file's row count, extrapolated from the lines read so far."""
+        if not self.offset:
+            return 0
+        return int(self.lines_read * self.size / self.offset)
 
     def _parse_complete(self, complete: bytes) -> ParsedRows:
         long_lines = _long_line_spans(complete)
@@ -255,12 +292,6 @@ class CsvFollower:
         if position < len(complete):
             parts.append(parse_chunk(complete[position:], self.context))
         return concat_parsed(parts, self.y_axis)
-
-    def _check_tail_length(self) -> None:
-        if len(self._tail) > MAX_LINE_BYTES:
-            self._report_long_line(self.context.first_line)
-            self._tail = b""
-            self._skipping_long_line = True
 
     def _report_long_line(self, line: int) -> None:
         self.context.problems.add(
