@@ -1,0 +1,176 @@
+"""Reduce and smooth series before they are drawn: M4 aggregation and debiased EMA.
+
+Pure numpy, no Textual: the dashboard calls these, tests and benchmarks call them directly.
+
+M4 (Jugel et al., "M4: A Visualization-Oriented Time Series Data Aggregation", VLDB 2014)
+keeps, for every pixel column of a line chart, the first, last, minimum and maximum point.
+A line rasterised from those at most four points per column lights exactly the pixels the
+full series lights, so a 1,000,000-point series draws like a 1,000-point one and no spike is
+lost. The column of a point is computed with plotext's own formula, so the columns here are
+the columns plotext draws.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+
+# Exponent budget for the blockwise EMA: weight**-block stays below 1e100, far from overflow.
+_MAX_SCALE_EXPONENT = 100 * math.log(10)
+
+
+def pixel_columns(x: npt.ArrayLike, lo: float, hi: float, width: int) -> npt.NDArray[np.int64]:
+    """The pixel column of each x in a canvas `width` pixels wide spanning [lo, hi].
+
+    Mirrors plotext's `get_matrix_data` (round to 8 decimals, then floor), so M4 buckets and
+    plotext's drawn columns coincide.
+    """
+    scaled = np.array(x, dtype=np.float64)
+    if hi == lo or width <= 1:
+        return np.zeros(scaled.shape, dtype=np.int64)
+    scaled -= lo
+    scaled *= (width - 1) / (hi - lo)
+    scaled += 0.5
+    np.round(scaled, 8, out=scaled)
+    np.floor(scaled, out=scaled)
+    return scaled.astype(np.int64)
+
+
+def m4(
+    x: npt.ArrayLike,
+    y: npt.ArrayLike,
+    width: int,
+    x_range: tuple[float, float] | None = None,
+) -> tuple[np.ndarray, FloatArray]:
+    """Reduce (x, y) to at most four points per pixel column, keeping the drawn picture.
+
+    Gaps (NaN, and inf, which no chart can draw) are dropped first. With `x_range`, points
+    outside it are dropped and the columns span exactly that range (set the same limits on the
+    plot). Steps that go backwards (a resumed run) split the series into monotonic runs that
+    are reduced one by one, so the backward jump is drawn as in the full series; when the runs
+    together span too many columns, the series is sorted by step first to bound the work.
+    Returns new arrays (or the inputs, when there is nothing to drop); `x` keeps its dtype.
+    """
+    xs = np.asarray(x)
+    ys = np.asarray(y, dtype=np.float64)
+    if xs.shape != ys.shape or xs.ndim != 1:
+        raise ValueError(f"x and y must be 1-d arrays of one length, got {xs.shape}, {ys.shape}")
+    keep = np.isfinite(ys)
+    if x_range is not None:
+        lo, hi = float(x_range[0]), float(x_range[1])
+        keep &= (xs >= lo) & (xs <= hi)
+    if not keep.all():
+        xs, ys = xs[keep], ys[keep]
+    if width < 1 or xs.size == 0:
+        return xs[:0], ys[:0]
+    if x_range is None:
+        lo, hi = float(xs.min()), float(xs.max())
+    if xs.size <= 4 * width:
+        return xs, ys
+
+    bounds = [0, *(np.flatnonzero(xs[1:] < xs[:-1]) + 1).tolist(), xs.size]
+    runs = list(itertools.pairwise(bounds))
+    if len(runs) > 1:
+        first_columns = pixel_columns(xs[bounds[:-1]], lo, hi, width)
+        last_columns = pixel_columns(xs[[stop - 1 for _, stop in runs]], lo, hi, width)
+        if int(np.sum(last_columns - first_columns + 1)) > 8 * width:
+            order = np.argsort(xs, kind="stable")
+            xs, ys = xs[order], ys[order]
+            runs = [(0, xs.size)]
+    kept = [start + _m4_run(xs[start:stop], ys[start:stop], lo, hi, width) for start, stop in runs]
+    index = np.concatenate(kept)
+    return xs[index], ys[index]
+
+
+def _m4_run(
+    x: np.ndarray, y: FloatArray, lo: float, hi: float, width: int
+) -> npt.NDArray[np.int64]:
+    """Indices of the first, last, min and max point of each column of one monotonic run."""
+    starts = _column_starts(x, lo, hi, width)
+    stops = np.append(starts[1:], x.size)
+    chosen = [starts, stops - 1]
+    # One argmin/argmax per column: a Python loop over at most `width` columns costs less
+    # than any vectorised per-point bookkeeping over a long series.
+    for bound in (np.argmin, np.argmax):
+        chosen.append(
+            np.fromiter(
+                (start + bound(y[start:stop]) for start, stop in zip(starts, stops, strict=True)),
+                dtype=np.int64,
+                count=starts.size,
+            )
+        )
+    return np.unique(np.concatenate(chosen))
+
+
+def _column_starts(x: np.ndarray, lo: float, hi: float, width: int) -> npt.NDArray[np.int64]:
+    """Index of the first point of every non-empty pixel column of a non-decreasing run.
+
+    Binary search on the column edges instead of computing the column of every point; points
+    within rounding distance of an edge get their exact column from `pixel_columns`.
+    """
+    first, last = pixel_columns(x[[0, -1]], lo, hi, width).tolist()
+    if last == first:
+        return np.zeros(1, dtype=np.int64)
+    columns = np.arange(first + 1, last + 1)
+    pixel = (hi - lo) / (width - 1)
+    edges = lo + (columns - 0.5) * pixel
+    tolerance = pixel * 1e-7 + 8 * np.finfo(np.float64).eps * max(abs(lo), abs(hi))
+    left = np.searchsorted(x, edges - tolerance, side="left")
+    right = np.searchsorted(x, edges + tolerance, side="right")
+    starts = left.copy()
+    for k in np.flatnonzero(right > left).tolist():
+        near_edge = pixel_columns(x[left[k] : right[k]], lo, hi, width)
+        starts[k] += int(np.count_nonzero(near_edge < columns[k]))
+    starts = np.unique(np.concatenate(([0], starts)))
+    return starts[starts < x.size]
+
+
+def ema(y: npt.ArrayLike, weight: float) -> FloatArray:
+    """Exponential moving average, debiased like TensorBoard's smoothing slider.
+
+    `smoothed_t = last_t / (1 - weight**k_t)` with `last_t = weight * last_{t-1} +
+    (1 - weight) * y_t`, `last` starting at 0 and `k_t` the number of finite values so far.
+    Gaps (NaN, inf) do not enter the average and stay gaps in the result. `weight` 0 returns
+    a copy.
+    """
+    ys = np.array(y, dtype=np.float64)
+    if not 0.0 <= weight < 1.0:
+        raise ValueError(f"smoothing weight must be in [0, 1), got {weight}")
+    finite = np.isfinite(ys)
+    values = ys[finite]
+    if weight == 0.0 or values.size == 0:
+        return ys
+    zero_started = _decaying_cumsum((1.0 - weight) * values, weight)
+    counts = np.arange(1, values.size + 1, dtype=np.float64)
+    ys[finite] = zero_started / -np.expm1(counts * math.log(weight))
+    return ys
+
+
+def _decaying_cumsum(terms: FloatArray, decay: float) -> FloatArray:
+    """`c_k = decay * c_{k-1} + terms_k` with `c_{-1} = 0`, vectorised in blocks.
+
+    Within a block the recurrence has the closed form `decay**j * cumsum(terms * decay**-j)`;
+    blocks are short enough that `decay**-j` cannot overflow, and only the block ends are
+    chained in Python.
+    """
+    n = terms.size
+    block = int(max(1, min(n, _MAX_SCALE_EXPONENT // -math.log(decay))))
+    blocks = -(-n // block)
+    padded = np.zeros(blocks * block)
+    padded[:n] = terms
+    grid = padded.reshape(blocks, block)
+    offsets = np.arange(block, dtype=np.float64)
+    local = np.cumsum(grid * decay**-offsets, axis=1) * decay**offsets
+    carry_in = np.zeros(blocks)
+    decay_per_block = decay**block
+    carried = 0.0
+    for index, block_end in enumerate(local[:, -1].tolist()):
+        carry_in[index] = carried
+        carried = decay_per_block * carried + block_end
+    local += carry_in[:, None] * decay ** (offsets + 1.0)
+    return local.reshape(-1)[:n]

@@ -1,0 +1,158 @@
+"""Turn a chart's series into plotext text: where numbers become pixels.
+
+No Textual here (the ChartPlot widget wraps it; tests and benchmarks use it directly). Every
+series is M4-reduced to the exact pixel width of plotext's canvas before plotext sees it, so
+a build costs the same for 1,000 or 1,000,000 rows and draws the same picture as the full
+series would.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ocms_tui.downsample import ema, m4
+
+RGB = tuple[int, int, int]
+
+# Series colours that read on light and dark backgrounds; legend and plot use the same ones.
+PALETTE: tuple[RGB, ...] = (
+    (0, 130, 200),
+    (230, 25, 75),
+    (60, 180, 75),
+    (245, 130, 48),
+    (145, 30, 180),
+    (0, 160, 160),
+    (200, 160, 0),
+    (240, 50, 230),
+)
+
+MARKER = "braille"
+MARKER_PIXELS_PER_COLUMN = 2  # braille: 2 dots across, 4 down (plotext's marker_factor)
+# plotext's frame takes 2 columns; its y tick labels about 6 more. Only a first guess: the
+# real canvas width is read back after each build and remembered.
+_FRAME_AND_LABEL_GUESS = 8
+
+
+def series_color(index: int) -> RGB:
+    return PALETTE[index % len(PALETTE)]
+
+
+@dataclass(frozen=True)
+class Series:
+    """One line: x = steps, y = values (NaN = gap), drawn in `color`."""
+
+    steps: np.ndarray
+    values: npt.NDArray[np.float64]
+    color: RGB
+
+
+@dataclass(frozen=True)
+class PlotRequest:
+    """What to build: the widget's size in cells and the view settings."""
+
+    width: int
+    height: int
+    log_y: bool = False
+    x_range: tuple[float, float] | None = None
+    theme: str | None = None
+
+
+def view_values(
+    values: npt.NDArray[np.float64], smoothing: float, log_y: bool
+) -> npt.NDArray[np.float64]:
+    """The values as drawn: EMA-smoothed when asked; gaps where a log axis cannot go."""
+    shown = ema(values, smoothing) if smoothing > 0 else values
+    if log_y:
+        shown = np.where(shown > 0, shown, np.nan)
+    return shown
+
+
+def x_extent(series: list[Series]) -> tuple[float, float] | None:
+    """Smallest and largest step that has a drawable value in any series."""
+    lows, highs = [], []
+    for line in series:
+        steps = line.steps[np.isfinite(line.values)]
+        if steps.size:
+            lows.append(float(steps.min()))
+            highs.append(float(steps.max()))
+    return (min(lows), max(highs)) if lows else None
+
+
+class ChartCanvas:
+    """Builds one chart with a plotext figure (e.g. textual-plotext's `PlotextPlot.plt`)."""
+
+    def __init__(self, figure: Any) -> None:
+        self.figure = figure
+        self._canvas_columns: dict[tuple[int, int, bool], int] = {}
+        self.points_drawn = 0
+
+    def build(self, series: list[Series], request: PlotRequest, reduce: bool = True) -> str | None:
+        """plotext's output (ANSI text) for `series`, or None when nothing is drawable.
+
+        With `reduce=False` the full series are drawn (the reference M4 is compared with).
+        """
+        extent = request.x_range or x_extent(series)
+        if extent is None or request.width < 1 or request.height < 1:
+            return None
+        if not _any_drawable(series, extent):
+            return None
+        key = (request.width, request.height, request.log_y)
+        guess = self._canvas_columns.get(key, request.width - _FRAME_AND_LABEL_GUESS)
+        text = self._draw(series, request, extent, guess if reduce else None)
+        columns = len(self.figure.monitor.matrix.Cols_canvas)
+        self._canvas_columns[key] = columns
+        if reduce and columns != guess:
+            # The y tick labels took another width than guessed; M4 keeps the y range, so
+            # the second build has exactly the canvas the reduction assumed.
+            text = self._draw(series, request, extent, columns)
+        return text
+
+    def _draw(
+        self,
+        series: list[Series],
+        request: PlotRequest,
+        extent: tuple[float, float],
+        canvas_columns: int | None,
+    ) -> str:
+        figure = self.figure
+        figure.clear_figure()
+        # plotext clamps a figure to the terminal it runs in; a widget (or a headless
+        # snapshot) has its own size. plotext offers no public per-figure switch.
+        figure._limit_size(False, False)
+        figure.plotsize(request.width, request.height)
+        if request.theme is not None:
+            figure.theme(request.theme)
+        if request.log_y:
+            figure.yscale("log")
+        low, high = extent
+        if high > low:
+            figure.xlim(low, high)
+        self.points_drawn = 0
+        for line in series:
+            if canvas_columns is None:
+                keep = np.isfinite(line.values) & (line.steps >= low) & (line.steps <= high)
+                steps, values = line.steps[keep], line.values[keep]
+            else:
+                steps, values = m4(
+                    line.steps,
+                    line.values,
+                    max(1, canvas_columns) * MARKER_PIXELS_PER_COLUMN,
+                    x_range=extent,
+                )
+            if values.size == 0:
+                continue
+            self.points_drawn += int(values.size)
+            figure.plot(steps.tolist(), values.tolist(), marker=MARKER, color=line.color)
+        return str(figure.build())
+
+
+def _any_drawable(series: list[Series], extent: tuple[float, float]) -> bool:
+    low, high = extent
+    return any(
+        bool(np.any(np.isfinite(line.values) & (line.steps >= low) & (line.steps <= high)))
+        for line in series
+    )

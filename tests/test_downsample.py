@@ -1,0 +1,197 @@
+"""M4 reduction and debiased EMA: exactness against references, and the same plotext canvas."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from plotext._figure import _figure_class as PlotextFigure
+
+from ocms_tui.downsample import ema, m4, pixel_columns
+from ocms_tui.widgets.plotting import ChartCanvas, PlotRequest, Series, series_color
+
+
+def reference_m4(x: np.ndarray, y: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """M4 by its definition: one pass per pixel column over a monotonic series."""
+    keep = np.isfinite(y)
+    x, y = x[keep], y[keep]
+    if len(x) <= 4 * width:
+        return x, y
+    columns = pixel_columns(x, float(x.min()), float(x.max()), width)
+    chosen: set[int] = set()
+    for column in np.unique(columns):
+        members = np.flatnonzero(columns == column)
+        chosen |= {
+            int(members[0]),
+            int(members[-1]),
+            int(members[np.argmin(y[members])]),
+            int(members[np.argmax(y[members])]),
+        }
+    index = sorted(chosen)
+    return x[index], y[index]
+
+
+def tensorboard_ema(values: np.ndarray, weight: float) -> np.ndarray:
+    """TensorBoard's smoothing loop, written out as in its source."""
+    last, finite_count, out = 0.0, 0, []
+    for value in values:
+        if not math.isfinite(value):
+            out.append(value)
+            continue
+        last = last * weight + (1 - weight) * value
+        finite_count += 1
+        out.append(last / (1 - weight**finite_count))
+    return np.array(out, dtype=np.float64)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_m4_equals_the_definition_on_random_monotonic_series(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(10, 6000))
+    width = int(rng.integers(1, 300))
+    steps = np.sort(rng.integers(0, int(rng.integers(1, 50_000)), size=n))
+    values = rng.normal(size=n)
+    values[rng.random(n) < 0.2] = np.nan
+    got_x, got_y = m4(steps, values, width)
+    want_x, want_y = reference_m4(steps, values, width)
+    np.testing.assert_array_equal(got_x, want_x)
+    np.testing.assert_array_equal(got_y, want_y)
+    assert got_x.dtype == steps.dtype
+
+
+def test_m4_bounds_the_output_and_keeps_every_spike() -> None:
+    steps = np.arange(1_000_000)
+    values = np.zeros(1_000_000)
+    values[[123_457, 654_321]] = [50.0, -70.0]
+    x, y = m4(steps, values, 200)
+    assert len(x) <= 4 * 200
+    assert y.max() == 50.0 and y.min() == -70.0
+    assert {123_457, 654_321} <= set(x.tolist())
+    assert x[0] == 0 and x[-1] == 999_999
+
+
+def test_m4_edge_cases() -> None:
+    empty_x, empty_y = m4(np.array([], dtype=np.int64), np.array([]), 100)
+    assert empty_x.size == 0 and empty_y.size == 0
+    x, y = m4(np.arange(10), np.arange(10.0), 0)
+    assert x.size == 0 and y.size == 0
+    x, y = m4(np.arange(5), np.array([np.nan, 1.0, np.inf, -np.inf, 2.0]), 10)
+    assert x.tolist() == [1, 4] and y.tolist() == [1.0, 2.0]
+    x, y = m4(np.full(1000, 7), np.arange(1000.0), 3)  # one step: one column
+    assert sorted(y.tolist()) == [0.0, 999.0]
+    with pytest.raises(ValueError):
+        m4(np.arange(3), np.arange(4.0), 10)
+
+
+def test_m4_x_range_drops_points_outside_and_uses_the_range_for_columns() -> None:
+    steps = np.arange(10_000)
+    values = np.sin(steps / 100.0)
+    x, y = m4(steps, values, 50, x_range=(8_000, 9_999))
+    assert y.size == x.size
+    assert x.min() == 8_000 and x.max() == 9_999
+    assert len(x) <= 200
+
+
+def test_m4_keeps_a_resumed_run_as_two_passes() -> None:
+    # A run crashed at step 10,000 and resumed from a checkpoint at step 8,000.
+    steps = np.concatenate([np.arange(0, 10_000), np.arange(8_000, 15_000)])
+    values = np.concatenate([np.linspace(5, 1, 10_000), np.linspace(1.5, 0.5, 7_000)])
+    x, _y = m4(steps, values, 100)
+    backward = np.flatnonzero(np.diff(x) < 0)
+    assert len(backward) == 1
+    assert x[backward[0]] == 9_999 and x[backward[0] + 1] == 8_000
+    assert len(x) <= 2 * 4 * 100
+
+
+def test_m4_bounds_the_work_when_steps_jump_back_and_forth() -> None:
+    rng = np.random.default_rng(3)
+    steps = rng.integers(0, 1_000_000, size=200_000)
+    values = rng.normal(size=200_000)
+    x, y = m4(steps, values, 100)
+    assert len(x) <= 4 * 100
+    assert y.max() == values.max() and y.min() == values.min()
+
+
+@pytest.mark.parametrize("weight", [0.0, 0.3, 0.6, 0.9, 0.99, 0.999])
+def test_ema_matches_tensorboard_and_keeps_gaps(weight: float) -> None:
+    rng = np.random.default_rng(1)
+    values = rng.normal(loc=3.0, size=20_000) * np.exp(rng.normal(size=20_000))
+    values[rng.random(20_000) < 0.1] = np.nan
+    values[7] = np.inf
+    smoothed = ema(values, weight)
+    want = tensorboard_ema(values, weight)
+    assert np.array_equal(np.isfinite(smoothed), np.isfinite(want))
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(smoothed[finite], want[finite], rtol=1e-9, atol=1e-12)
+
+
+def test_ema_is_debiased_and_rejects_bad_weights() -> None:
+    assert ema(np.full(50, 2.5), 0.9) == pytest.approx(np.full(50, 2.5))
+    assert ema(np.array([4.0]), 0.99)[0] == pytest.approx(4.0)  # not 0.04: debiased
+    assert ema(np.array([]), 0.6).size == 0
+    assert np.isnan(ema(np.array([np.nan, np.nan]), 0.6)).all()
+    with pytest.raises(ValueError):
+        ema(np.arange(3.0), 1.0)
+
+
+def _build(series: list[Series], request: PlotRequest, reduce: bool) -> str | None:
+    return ChartCanvas(PlotextFigure()).build(series, request, reduce=reduce)
+
+
+def _random_walk(rng: np.random.Generator, n: int) -> np.ndarray:
+    walk = np.cumsum(rng.normal(size=n))
+    walk[rng.integers(0, n, size=5)] += rng.normal(scale=80, size=5)  # spikes
+    return walk
+
+
+def _cases() -> dict[str, list[Series]]:
+    rng = np.random.default_rng(7)
+    n = 20_000
+    steps = np.arange(n) * 3
+    sparse = np.full(n, np.nan)
+    sparse[::97] = rng.normal(size=len(sparse[::97]))
+    resumed_steps = np.concatenate([np.arange(0, 12_000), np.arange(9_000, 17_000)])
+    return {
+        "three series with gaps": [
+            Series(steps, _random_walk(rng, n), series_color(0)),
+            Series(steps, np.exp(-steps / 20_000.0) + rng.normal(size=n) * 0.02, series_color(1)),
+            Series(steps, sparse, series_color(2)),
+        ],
+        "resumed run": [
+            Series(resumed_steps, _random_walk(rng, resumed_steps.size), series_color(0)),
+        ],
+        "positive values": [
+            Series(steps, np.exp(rng.normal(size=n)) * 1e-4, series_color(3)),
+        ],
+    }
+
+
+@pytest.mark.parametrize("size", [(80, 20), (52, 14), (120, 30)])
+@pytest.mark.parametrize("case", list(_cases()))
+def test_m4_reduced_series_build_the_same_plotext_canvas(case: str, size: tuple[int, int]) -> None:
+    series = _cases()[case]
+    request = PlotRequest(width=size[0], height=size[1])
+    reduced = _build(series, request, reduce=True)
+    assert reduced is not None
+    assert reduced == _build(series, request, reduce=False)
+
+
+def test_same_canvas_on_a_log_axis_and_a_zoomed_x_range() -> None:
+    series = _cases()["positive values"]
+    for request in (
+        PlotRequest(width=80, height=20, log_y=True),
+        PlotRequest(width=80, height=20, x_range=(30_000.0, 50_000.0)),
+    ):
+        reduced = _build(series, request, reduce=True)
+        assert reduced is not None
+        assert reduced == _build(series, request, reduce=False)
+
+
+def test_reduction_draws_far_fewer_points() -> None:
+    series = _cases()["three series with gaps"]
+    canvas = ChartCanvas(PlotextFigure())
+    canvas.build(series, PlotRequest(width=80, height=20))
+    reduced_points = canvas.points_drawn
+    canvas.build(series, PlotRequest(width=80, height=20), reduce=False)
+    assert reduced_points * 10 < canvas.points_drawn
