@@ -261,9 +261,10 @@ class OcmsRecorder:
             return
         try:
             os.makedirs(self.log_dir, exist_ok=True)
-        except OSError as error:
-            self._warn_once("makedirs", "cannot create %s (%s); will retry", self.log_dir, error)
-        self._resume_layout()
+        except OSError as error:  # log() retries; there is no layout to resume
+            self._warn_os_error("create the directory", error)
+        else:
+            self._resume_layout()
         self._mirror = _find_ocms_mirror()
 
     @classmethod

@@ -1,0 +1,64 @@
+"""Helpers for the recorder tests (no tests here): read a metrics directory back with plain
+csv/json, independent of ocms_tui's reader."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+TEN_METRICS = {
+    "loss": 0.5,
+    "vlm_loss": 0.25,
+    "action_dit_loss": 0.125,
+    "learning_rate": 1e-4,
+    "learning_rate/vision_tower": 1e-5,
+    "epoch": 1,
+    "timing/data": 0.01,
+    "timing/model": 0.2,
+    "accuracy": 0.75,
+    "grad_norm": 1.5,
+}
+
+
+def read_layout(directory: Path) -> dict[str, Any]:
+    return json.loads((directory / "metrics.json").read_text(encoding="utf-8"))
+
+
+def y_axes(directory: Path) -> dict[str, list[str]]:
+    return {chart["name"]: chart["y_axis"] for chart in read_layout(directory)["charts"]}
+
+
+def read_rows(directory: Path, chart_file: str) -> list[list[str]]:
+    text = (directory / chart_file).read_text(encoding="utf-8")
+    assert text == "" or text.endswith("\n"), f"{chart_file} ends in a partial line"
+    return list(csv.reader(text.splitlines()))
+
+
+def assert_consistent(directory: Path) -> None:
+    """The directory at rest: every declared CSV exists and each row is 1 + len(y_axis)
+    wide, with an integer step; metrics.json has the spec's exact structure."""
+    layout = read_layout(directory)
+    assert set(layout) == {"version", "charts"} and layout["version"] == 1
+    assert len(layout["charts"]) <= 6
+    for chart in layout["charts"]:
+        assert list(chart) == ["name", "file", "x_axis", "y_axis"]
+        assert chart["file"] == chart["name"] + ".csv" and chart["x_axis"] == "step"
+        for row in read_rows(directory, chart["file"]):
+            assert len(row) == 1 + len(chart["y_axis"]), (chart["name"], row)
+            assert row[0].isdigit()
+            for field in row[1:]:
+                assert field == "" or isinstance(float(field), float)
+    leftovers = [path.name for path in directory.iterdir() if path.name.endswith(".tmp")]
+    assert leftovers == []
+
+
+def warnings_from_recorder(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        record.getMessage()
+        for record in caplog.records
+        if record.name == "ocms_recorder" and record.levelname == "WARNING"
+    ]
