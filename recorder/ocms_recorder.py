@@ -18,7 +18,7 @@ import os
 import re
 import sys
 import time
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple, Union
 
 __version__ = "0.1.0"
 
@@ -95,6 +95,7 @@ _OPEN_FLAGS = (
 )
 _UNSEEN = object()  # routing-table marker: a key not met yet (None marks a skipped key)
 _Route = Tuple["_Chart", int]
+PathLike = Union[str, "os.PathLike[str]"]
 MAX_PLANS = 64  # distinct key sets remembered for the fast path (eval steps add a few)
 
 
@@ -225,6 +226,10 @@ class _Chart:
 class OcmsRecorder:
     """Writes training metrics as an ocms directory: metrics.json plus one CSV per chart.
 
+        recorder = OcmsRecorder.from_output_dir(output_dir)  # or OcmsRecorder(log_dir=...)
+        recorder.log(step=global_step, metrics={"loss": 0.42, "learning_rate": 1e-4})
+        recorder.finish()  # or use it as a context manager
+
     Only construction may raise (ValueError for bad chart groups); afterwards every problem
     (full disk, unwritable or deleted directory, odd values) is logged once and training
     goes on. One recorder per directory and per thread: it takes no locks.
@@ -234,7 +239,7 @@ class OcmsRecorder:
 
     def __init__(
         self,
-        log_dir: Optional[str] = None,
+        log_dir: Optional[PathLike] = None,
         chart_groups: Optional[List[ChartGroup]] = None,
         enabled: bool = True,
     ) -> None:
@@ -270,14 +275,13 @@ class OcmsRecorder:
     @classmethod
     def from_output_dir(
         cls,
-        output_dir: Optional[str] = None,
+        output_dir: Optional[PathLike] = None,
         chart_groups: Optional[List[ChartGroup]] = None,
         enabled: bool = True,
     ) -> "OcmsRecorder":
         """A recorder writing to `$METRICS`, else to `<output_dir>/ocms_metrics`."""
-        if output_dir is not None:
-            output_dir = os.fspath(output_dir)
-        return cls(resolve_metrics_dir(output_dir), chart_groups=chart_groups, enabled=enabled)
+        directory = resolve_metrics_dir(None if output_dir is None else os.fspath(output_dir))
+        return cls(directory, chart_groups=chart_groups, enabled=enabled)
 
     # -- the hot path -------------------------------------------------------------------
 
@@ -469,7 +473,8 @@ class OcmsRecorder:
 
     def _claim_column(self, chart: _Chart, key: str) -> int:
         """The y-axis column for `key`: its sanitized name, suffixed `_2`, `_3`, ... when
-        another key of this chart already sanitized to it."""
+        another key of this chart already sanitized to it. A resumed run matches columns
+        by name, so colliding keys claim them in this run's first-seen order."""
         base = sanitize_key(key)
         name, suffix = base, 1
         while name in chart.claimed:

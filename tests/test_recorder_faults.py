@@ -4,6 +4,7 @@ disks, ranks, and the promise that it is one stdlib-only Python 3.8 file."""
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import subprocess
 import sys
@@ -276,9 +277,7 @@ def test_the_rank_comes_from_torch_distributed_when_it_is_initialised(tmp_path: 
         dist.destroy_process_group()
     """
     # No launcher variables: the environment alone would make both processes rank 0.
-    env = {
-        key: value for key, value in __import__("os").environ.items() if key not in RANK_VARIABLES
-    }
+    env = {key: value for key, value in os.environ.items() if key not in RANK_VARIABLES}
     env["GLOO_SOCKET_IFNAME"] = "lo"
     store = tmp_path / "store"
     processes = [
@@ -317,6 +316,67 @@ def test_the_recorder_file_is_python_3_8_compatible() -> None:
         timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _python_3_8() -> str | None:
+    """A Python 3.8 interpreter on this machine (on PATH or from pyenv), or None."""
+    pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    candidates = [
+        shutil.which("python3.8"),
+        *map(str, sorted(pyenv_root.glob("versions/3.8*/bin/python3.8"))),
+    ]
+    for candidate in filter(None, candidates):
+        probe = subprocess.run(
+            [candidate, "-c", "import sys; print(sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if probe.returncode == 0 and probe.stdout.strip() == "(3, 8)":
+            return candidate
+    return None
+
+
+def test_the_recorder_runs_on_a_real_python_3_8(tmp_path: Path) -> None:
+    interpreter = _python_3_8()
+    if interpreter is None:
+        pytest.skip("no Python 3.8 interpreter here; vermin still checks the syntax")
+    code = """
+        import sys
+        sys.path.insert(0, sys.argv[1])
+        from ocms_recorder import OcmsRecorder
+        for first_step in (0, 2):  # the second recorder resumes the first one's directory
+            with OcmsRecorder(log_dir=sys.argv[2]) as recorder:
+                for step in range(first_step, first_step + 2):
+                    recorder.log(step=step, metrics={"loss": 1.0, "timing/a b": step})
+                recorder.log(step=first_step + 2, metrics={"eval_loss": 0.5})
+    """
+    result = subprocess.run(
+        [
+            interpreter,
+            "-I",
+            "-S",
+            "-B",
+            "-c",
+            textwrap.dedent(code),
+            str(RECORDER_FILE.parent),
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert read_rows(tmp_path, "loss.csv") == [
+        ["0", "1.0", ""],
+        ["1", "1.0", ""],
+        ["2", "", "0.5"],
+        ["2", "1.0", ""],
+        ["3", "1.0", ""],
+        ["4", "", "0.5"],
+    ]
+    assert read_rows(tmp_path, "timing.csv")[-1] == ["3", "3.0"]
+    assert_consistent(tmp_path)
 
 
 def test_the_recorder_copied_alone_runs_on_the_standard_library_only(tmp_path: Path) -> None:
