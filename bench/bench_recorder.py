@@ -3,22 +3,23 @@
 (a) tensorboardX `SummaryWriter.add_scalar` once per metric (10 calls per step);
 (b) a naive writer: the same rows to the same 6 files with `csv.writer` + `flush` per file.
 
-Rounds alternate between the three writers so machine noise hits them alike; each figure is
-the median over rounds of the per-call time. Run alone: `python bench/bench_recorder.py`.
+Rounds alternate between the writers (bench/common.py's `interleaved`) so machine noise hits
+them alike; each figure is the median round, from opening the files to closing them, divided
+by the steps written. Run alone: `python bench/bench_recorder.py [--quick]`.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import importlib.util
+import itertools
 import math
-import statistics
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from common import FULL, QUICK, Row, interleaved, make_row, not_measured
 from ocms_recorder import DEFAULT_CHART_GROUPS, OcmsRecorder, chart_file_name
 
 METRIC_KEYS = (
@@ -78,92 +79,89 @@ class NaiveCsvWriter:
             handle.close()
 
 
-def time_ours(directory: Path, snapshots: list[dict[str, float]]) -> float:
-    recorder = OcmsRecorder(log_dir=str(directory))
-    recorder.log(step=0, metrics=snapshots[0])  # the first call lays out the charts
-    log = recorder.log
-    start = time.perf_counter()
-    for step, metrics in enumerate(snapshots):
-        log(step=step, metrics=metrics)
-    elapsed = time.perf_counter() - start
-    recorder.finish()
-    return elapsed / len(snapshots)
+def write_ours(directory: Path, snapshots: list[dict[str, float]]) -> None:
+    with OcmsRecorder(log_dir=str(directory)) as recorder:
+        log = recorder.log
+        for step, metrics in enumerate(snapshots):
+            log(step=step, metrics=metrics)
 
 
-def time_naive(directory: Path, snapshots: list[dict[str, float]]) -> float:
+def write_naive(directory: Path, snapshots: list[dict[str, float]]) -> None:
+    directory.mkdir()
     writer = NaiveCsvWriter(directory)
-    start = time.perf_counter()
     for step, metrics in enumerate(snapshots):
         writer.log(step, metrics)
-    elapsed = time.perf_counter() - start
     writer.close()
-    return elapsed / len(snapshots)
 
 
-def time_tensorboardx(directory: Path, snapshots: list[dict[str, float]]) -> float:
+def write_tensorboardx(directory: Path, snapshots: list[dict[str, float]]) -> None:
     from tensorboardX import SummaryWriter
 
     writer = SummaryWriter(logdir=str(directory))
     add_scalar = writer.add_scalar
-    start = time.perf_counter()
     for step, metrics in enumerate(snapshots):
         for key, value in metrics.items():
             add_scalar(key, value, step)
-    writer.flush()  # its writes are queued to a thread; count getting them to disk
-    elapsed = time.perf_counter() - start
-    writer.close()
-    return elapsed / len(snapshots)
-
-
-def _sample(
-    timer: Callable[[Path, list[dict[str, float]]], float], snapshots: list[dict[str, float]]
-) -> float:
-    """Seconds per step of one writer, in a fresh directory."""
-    with tempfile.TemporaryDirectory(prefix="bench-recorder-") as directory:
-        return timer(Path(directory), snapshots)
+    writer.close()  # its events are queued to a thread: count getting them to disk
 
 
 def measure(quick: bool) -> dict[str, float]:
-    """Median µs per step for each writer, measured in interleaved rounds."""
-    steps = 2_000 if quick else 20_000
-    rounds = 5 if quick else 9
+    """Median µs per step of each writer, from opening to closing its files."""
+    steps = 5_000 if quick else 20_000
+    sizes = QUICK if quick else FULL
     snapshots = make_snapshots(steps)
-    # tensorboardX costs ~50x more per step: fewer steps give as many samples in less time.
-    tensorboard_snapshots = snapshots[: max(200, steps // 10)]
-    samples: dict[str, list[float]] = {"ours": [], "naive": [], "tensorboardx": []}
-    for _ in range(rounds):
-        samples["ours"].append(_sample(time_ours, snapshots))
-        samples["naive"].append(_sample(time_naive, snapshots))
-        samples["tensorboardx"].append(_sample(time_tensorboardx, tensorboard_snapshots))
-    return {name: statistics.median(values) * 1e6 for name, values in samples.items()}
+    # tensorboardX costs ~50x more per step: fewer steps give as many rounds in less time.
+    tensorboard_snapshots = snapshots[: steps // 10]
+    with tempfile.TemporaryDirectory(prefix="bench-recorder-") as root:
+        fresh = (Path(root) / str(index) for index in itertools.count())
+        candidates = {
+            "ours": lambda: write_ours(next(fresh), snapshots),
+            "naive": lambda: write_naive(next(fresh), snapshots),
+        }
+        if importlib.util.find_spec("tensorboardX") is not None:
+            candidates["tensorboardx"] = lambda: write_tensorboardx(
+                next(fresh), tensorboard_snapshots
+            )
+        timings = interleaved(candidates, sizes.rounds)
+    per_run = {"ours": steps, "naive": steps, "tensorboardx": len(tensorboard_snapshots)}
+    return {name: timing.median / per_run[name] * 1e6 for name, timing in timings.items()}
 
 
-def run(quick: bool) -> list[dict[str, Any]]:
+def run(quick: bool) -> list[Row]:
     """Rows for bench/run.py: ratio is our time / the baseline's time (lower is better)."""
     micros = measure(quick)
     ours = micros["ours"]
-    versus_tensorboard = ours / micros["tensorboardx"]
-    versus_naive = ours / micros["naive"]
-    return [
-        {
-            "figure": FIGURE + " vs tensorboardX add_scalar x10",
-            "ours": f"{ours:.1f} µs/call",
-            "baseline": f"{micros['tensorboardx']:.1f} µs/call",
-            "ratio": round(versus_tensorboard, 3),
-            "target": "<= 0.1 (>= 10x faster)",
-            "met": versus_tensorboard <= 0.1,
-            "note": f"{1 / versus_tensorboard:.1f}x faster than tensorboardX",
-        },
-        {
-            "figure": FIGURE + " vs naive csv.writer + flush",
-            "ours": f"{ours:.1f} µs/call",
-            "baseline": f"{micros['naive']:.1f} µs/call",
-            "ratio": round(versus_naive, 3),
-            "target": "<= 1.0",
-            "met": versus_naive <= 1.0,
-            "note": "same rows, same 6 files, flushed every call",
-        },
-    ]
+    rows = []
+    tensorboard_figure = FIGURE + " vs tensorboardX add_scalar x10"
+    tensorboard_target = "<= 0.1 (>= 10x faster)"
+    if "tensorboardx" in micros:
+        ratio = ours / micros["tensorboardx"]
+        rows.append(
+            make_row(
+                tensorboard_figure,
+                f"{ours:.1f} µs/call",
+                f"{micros['tensorboardx']:.1f} µs/call",
+                ratio,
+                tensorboard_target,
+                ratio <= 0.1,
+                f"{1 / ratio:.0f}x faster than tensorboardX",
+            )
+        )
+    else:
+        rows.append(not_measured(tensorboard_figure, tensorboard_target, "pip install '.[bench]'"))
+    ratio = ours / micros["naive"]
+    rows.append(
+        make_row(
+            FIGURE + " vs naive csv.writer + flush",
+            f"{ours:.1f} µs/call",
+            f"{micros['naive']:.1f} µs/call",
+            ratio,
+            "<= 1.0",
+            ratio <= 1.0,
+            "same rows to the same 6 files, flushed every call",
+        )
+    )
+    return rows
 
 
 def main() -> None:
