@@ -8,6 +8,7 @@ series would.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,6 +132,8 @@ class ChartCanvas:
         low, high = extent
         if high > low:
             figure.xlim(low, high)
+            ticks = nice_ticks(low, high)
+            figure.xticks(ticks, [format_tick(tick) for tick in ticks])
         self.points_drawn = 0
         for line in series:
             if canvas_columns is None:
@@ -148,6 +151,29 @@ class ChartCanvas:
             self.points_drawn += int(values.size)
             figure.plot(steps.tolist(), values.tolist(), marker=MARKER, color=line.color)
         return str(figure.build())
+
+
+def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
+    """About `count` round values (1, 2, 2.5 or 5 times a power of ten) within [low, high]."""
+    span = high - low
+    if not span > 0:
+        return [low]
+    raw = span / max(1, count - 1)
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(
+        (magnitude * factor for factor in (1, 2, 2.5, 5) if magnitude * factor >= raw),
+        magnitude * 10,
+    )
+    first = math.ceil(low / step) * step
+    return [first + index * step for index in range(int((high - first) / step + 1e-9) + 1)]
+
+
+def format_tick(value: float) -> str:
+    """A step as an axis label: 0, 750, 2.5k, 120k, 1.5M."""
+    for suffix, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(value) >= size:
+            return f"{value / size:.4g}{suffix}"
+    return f"{value:.4g}"
 
 
 def _any_drawable(series: list[Series], extent: tuple[float, float]) -> bool:

@@ -1,0 +1,105 @@
+"""ChartGrid: lays the chart panels out in as many columns as the terminal fits."""
+
+from __future__ import annotations
+
+import math
+
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.events import Resize
+from textual.widgets import Static
+
+from ocms_tui.widgets.chart_panel import ChartPanel
+
+MIN_PANEL_WIDTH = 48
+MIN_PANEL_HEIGHT = 14
+MAX_COLUMNS = 3
+CELL_ASPECT = 2.5  # a terminal cell is about 2.5 times as tall as it is wide
+
+
+def grid_columns(width: int, height: int, panels: int) -> int:
+    """Columns that give the panels the most usable plot area: 1 at 80 columns, up to 3 wide.
+
+    A panel's score is its shorter side in "square" units, so a layout of wide, flat
+    strips or of tall, thin columns loses to one of well-proportioned panels.
+    """
+    if panels <= 1:
+        return 1
+    best, best_score = 1, -1.0
+    for columns in range(1, min(MAX_COLUMNS, panels) + 1):
+        panel_width = width / columns
+        if columns > 1 and panel_width < MIN_PANEL_WIDTH:
+            break
+        panel_height = height / math.ceil(panels / columns)
+        score = min(panel_width, panel_height * CELL_ASPECT)
+        if score > best_score:
+            best, best_score = columns, score
+    return best
+
+
+def row_height(height: int, rows: int) -> int:
+    """Rows share the height when they fit; otherwise each screenful holds whole panels."""
+    if rows * MIN_PANEL_HEIGHT <= height:
+        return max(1, height // rows)
+    return max(MIN_PANEL_HEIGHT, height // max(1, height // MIN_PANEL_HEIGHT))
+
+
+class ChartGrid(VerticalScroll, can_focus=False):
+    DEFAULT_CSS = """
+    ChartGrid {
+        layout: grid;
+        grid-size: 1;
+        grid-gutter: 0 0;
+        height: 1fr;
+    }
+    ChartGrid > #grid-message {
+        width: 100%;
+        height: 100%;
+        content-align: center middle;
+        color: $text-muted;
+    }
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.message = Static("", id="grid-message", markup=False)
+        self.maximised: ChartPanel | None = None
+
+    def compose(self):  # type: ignore[no-untyped-def]
+        yield self.message
+
+    @property
+    def panels(self) -> list[ChartPanel]:
+        return list(self.query_children(ChartPanel))
+
+    @property
+    def columns(self) -> int:
+        return int(self.styles.grid_size_columns or 1)
+
+    def show_message(self, text: Text | None) -> None:
+        """A centred line instead of charts ("waiting for ...", "loading ..."), or none."""
+        self.message.display = text is not None
+        if text is not None:
+            self.message.update(text)
+
+    def set_maximised(self, panel: ChartPanel | None) -> None:
+        self.maximised = panel
+        for other in self.panels:
+            other.display = panel is None or other is panel
+        self.relayout()
+        if panel is not None:
+            self.scroll_home(animate=False)
+
+    def on_resize(self, event: Resize) -> None:
+        self.relayout()
+
+    def relayout(self) -> None:
+        width, height = self.scrollable_content_region.size
+        if width <= 0 or height <= 0:
+            return
+        panels = [panel for panel in self.panels if panel.display]
+        count = max(1, len(panels))
+        columns = 1 if self.maximised else grid_columns(width, height, count)
+        rows = math.ceil(count / columns)
+        self.styles.grid_size_columns = columns
+        self.styles.grid_rows = str(height if self.maximised else row_height(height, rows))

@@ -1,0 +1,161 @@
+"""ChartPanel: one chart of metrics.json: its plot, its legend with exact numbers, its title."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+
+from ocms_tui.model import ChartData
+from ocms_tui.widgets.chart_plot import ChartPlot
+from ocms_tui.widgets.plotting import Series, series_color, view_values
+from ocms_tui.widgets.safe_text import safe_text
+from ocms_tui.widgets.series_table import SeriesRow, SeriesTable, format_step
+
+# While following a run, a chart is rebuilt at most once per MIN_PLOT_INTERVAL, and less
+# often when its build is expensive: it may spend PLOT_CPU_SHARE of a core on redraws.
+# Keys, resizes and theme changes redraw at once.
+MIN_PLOT_INTERVAL = 1.0
+PLOT_CPU_SHARE = 0.004
+TABLE_INTERVAL = 1.0
+
+SMOOTHING_WEIGHTS = (0.0, 0.6, 0.9, 0.99)
+MAX_ZOOM = 12
+
+
+@dataclass
+class SharedView:
+    """View settings every chart shares (the app owns it, panels read it)."""
+
+    smoothing: float = 0.0
+    zoom: int = 0  # show the latest 1/2**zoom of the steps
+
+
+@dataclass
+class PanelView:
+    """View settings of one chart, kept across reloads by chart name."""
+
+    log_y: bool = False
+    hidden: set[int] = field(default_factory=set)
+
+
+class ChartPanel(Vertical, can_focus=True):
+    DEFAULT_CSS = """
+    ChartPanel {
+        border: round $primary 40%;
+        border-title-color: $text;
+        border-title-style: bold;
+        border-subtitle-color: $text-muted;
+        background: $surface;
+        height: 1fr;
+    }
+    ChartPanel:focus {
+        border: round $accent;
+    }
+    """
+
+    # Here, not on the app: the grid around the panels scrolls on arrows and would take them.
+    # Not in the footer (80 columns hold the app's keys only); the help screen lists them.
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("left", "app.focus_chart(-1, 0)", show=False),
+        Binding("right", "app.focus_chart(1, 0)", show=False),
+        Binding("up", "app.focus_chart(0, -1)", show=False),
+        Binding("down", "app.focus_chart(0, 1)", show=False),
+    ]
+
+    def __init__(self, chart: ChartData, shared: SharedView, view: PanelView) -> None:
+        super().__init__()
+        self.chart = chart
+        self.shared = shared
+        self.view = view
+        self.plot = ChartPlot(self._series_for_plot)
+        self.table = SeriesTable()
+        self._seen_version = -1
+        self._table_at = float("-inf")
+        self._table_dirty = True
+        self._plot_dirty = True
+        self.border_title = safe_text(chart.name)
+
+    def compose(self) -> ComposeResult:
+        yield self.plot
+        yield self.table
+
+    def on_mount(self) -> None:
+        self.sync(0.0, force=True)
+
+    def sync(self, now: float, force: bool = False) -> None:
+        """Take new data into account, within the redraw budget (or now, with `force`)."""
+        version = self.chart.version
+        if version != self._seen_version:
+            self._seen_version = version
+            self._table_dirty = self._plot_dirty = True
+        if self._table_dirty and (force or now - self._table_at >= TABLE_INTERVAL):
+            self._table_dirty = False
+            self._table_at = now
+            self._show_table()
+        if self._plot_dirty and (force or now - self.plot.built_at >= self._plot_interval()):
+            self._plot_dirty = False
+            self.plot.invalidate()
+
+    def redraw(self) -> None:
+        """A view setting changed: show it at once."""
+        self._table_dirty = self._plot_dirty = True
+        self.sync(0.0, force=True)
+
+    def toggle_series(self, index: int) -> bool:
+        if not 0 <= index < len(self.chart.y_axis):
+            return False
+        self.view.hidden ^= {index}
+        self.redraw()
+        return True
+
+    def toggle_log(self) -> None:
+        self.view.log_y = not self.view.log_y
+        self.redraw()
+
+    def _plot_interval(self) -> float:
+        return max(MIN_PLOT_INTERVAL, self.plot.build_seconds / PLOT_CPU_SHARE)
+
+    def _show_table(self) -> None:
+        chart = self.chart
+        rows = [
+            SeriesRow(name, series_color(index), chart.stats(index), index in self.view.hidden)
+            for index, name in enumerate(chart.y_axis)
+        ]
+        self.table.show(rows, chart.last_step)
+        self.border_subtitle = self._subtitle()
+
+    def _subtitle(self) -> Text:
+        parts = [f"step {format_step(self.chart.last_step)}", f"{self.chart.rows:,} rows"]
+        if self.shared.smoothing:
+            parts.append(f"ema {self.shared.smoothing:g}")
+        if self.view.log_y:
+            parts.append("log")
+        if self.shared.zoom:
+            parts.append(f"latest 1/{2**self.shared.zoom} of steps")
+        return Text(" · ".join(parts))
+
+    def _series_for_plot(self) -> tuple[list[Series], bool, tuple[float, float] | None]:
+        chart = self.chart
+        steps = chart.steps()
+        series = []
+        for index in range(len(chart.y_axis)):
+            if index in self.view.hidden:
+                continue
+            values = chart.values(index)
+            # steps() and values() are two reads of a growing store: use their common rows.
+            rows = min(len(steps), len(values))
+            shown = view_values(values[:rows], self.shared.smoothing, self.view.log_y)
+            series.append(Series(steps[:rows], shown, series_color(index)))
+        return series, self.view.log_y, self._x_range(steps)
+
+    def _x_range(self, steps: np.ndarray) -> tuple[float, float] | None:
+        if not self.shared.zoom or steps.size == 0:
+            return None
+        low, high = float(steps.min()), float(steps.max())
+        return (high - (high - low) / 2**self.shared.zoom, high)
