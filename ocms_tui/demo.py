@@ -96,16 +96,18 @@ def write_demo_run(directory: str | Path, steps: int = DEFAULT_STEPS, seed: int 
 
 class DemoTraining:
     """A simulated training in a thread, writing `rate_hz` steps per second through the real
-    recorder until it reaches `steps` or stop() is called. `backfill` steps are written at
-    once on start(), so a dashboard opened right after has curves to show."""
+    recorder until it reaches `steps` or stop() is called (3000 steps at 10 Hz: five minutes
+    of a whole run's shape). `backfill` steps are written at once on start(), so a dashboard
+    opened right after has curves to show."""
 
     def __init__(
         self,
         directory: str | Path,
-        steps: int = 20_000,
+        steps: int = 3000,
         rate_hz: float = 10.0,
         seed: int = 0,
         backfill: int = 0,
+        eval_every: int = 50,
     ) -> None:
         if rate_hz <= 0:
             raise ValueError("rate_hz must be positive")
@@ -114,6 +116,7 @@ class DemoTraining:
         self.rate_hz = rate_hz
         self.seed = seed
         self.backfill = min(backfill, steps)
+        self.eval_every = eval_every
         self.steps_written = 0
         self._stop = threading.Event()
         self._backfilled = threading.Event()
@@ -138,7 +141,7 @@ class DemoTraining:
             self._thread.join(timeout)
 
     def _train(self) -> None:
-        curves = DemoCurves(self.steps, self.seed)
+        curves = DemoCurves(self.steps, self.seed, self.eval_every)
         interval = 1.0 / self.rate_hz
         try:
             with OcmsRecorder(log_dir=str(self.directory)) as recorder:

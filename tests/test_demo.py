@@ -117,7 +117,7 @@ def test_demo_training_writes_rows_live_and_stops_cleanly(tmp_path: Path) -> Non
     time.sleep(0.2)
     epochs = _rows(directory / "epoch.csv")
     assert [int(row[0]) for row in epochs] == list(range(written))  # nothing after stop
-    reference = DemoCurves(100_000, seed=0)
+    reference = DemoCurves(100_000, seed=0, eval_every=50)
     assert [row[1] for row in epochs] == [
         repr(reference.metrics(step)["epoch"]) for step in range(written)
     ]
