@@ -6,7 +6,14 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ocms_recorder import MAX_CHARTS, METRICS_JSON, X_AXIS, chart_file_name, is_valid_name
+from ocms_recorder import (
+    MAX_CHARTS,
+    METRICS_JSON,
+    X_AXIS,
+    chart_file_name,
+    is_plain_file_name,
+    is_valid_name,
+)
 
 from ocms_tui.problems import Problem, Rule
 
@@ -55,11 +62,6 @@ def _line_of(text: str, needle: object, start: int = 0) -> int | None:
 def _display(value: object, limit: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _is_unsafe_file_name(file: str) -> bool:
-    """Anything but a plain name inside the directory: separators, `..`, absolute, NUL."""
-    return file in ("", ".", "..") or any(char in file for char in "/\\\x00")
 
 
 def parse_schema(data: bytes, total_size: int | None = None) -> Schema:
@@ -176,7 +178,7 @@ def _check_chart(
     if not isinstance(file, str):
         report(Rule.BAD_SCHEMA, f'{label}: "file" must be a string, got {_display(file)}', line)
         return None
-    if _is_unsafe_file_name(file):
+    if not is_plain_file_name(file):
         report(
             Rule.UNSAFE_PATH,
             f"{label}: file {file!r} is not a plain file name inside the directory; "

@@ -7,7 +7,6 @@ them from here instead of keeping a second copy.
 """
 
 # The file must stay valid Python 3.8, so the typing-module spellings are deliberate.
-# ruff: noqa: UP006, UP035, UP045
 
 import contextlib
 import errno
@@ -51,6 +50,16 @@ DEFAULT_CHART_GROUPS = [
 def is_valid_name(name: object) -> bool:
     """True when `name` is a legal chart or y-axis name for ocms."""
     return isinstance(name, str) and NAME_RE.fullmatch(name) is not None
+
+
+def is_plain_file_name(name: object) -> bool:
+    """A file name inside the directory: no separator, no `..`, not absolute, no NUL."""
+    return (
+        isinstance(name, str)
+        and name not in ("", ".", "..")
+        and not any(char in name for char in "/\\\x00")
+        and not os.path.isabs(name)
+    )
 
 
 def chart_file_name(chart_name: str) -> str:
@@ -117,16 +126,6 @@ def process_rank() -> int:
             except ValueError:
                 continue
     return 0
-
-
-def _is_plain_file_name(name: object) -> bool:
-    return (
-        isinstance(name, str)
-        and name not in ("", ".", "..")
-        and "/" not in name
-        and "\\" not in name
-        and not os.path.isabs(name)
-    )
 
 
 def _last_complete_line(handle: Any, size: int) -> Tuple[int, bytes]:
@@ -527,7 +526,7 @@ class OcmsRecorder:
             y_axis = entry.get("y_axis")
             if not (
                 is_valid_name(entry.get("name"))
-                and _is_plain_file_name(entry.get("file"))
+                and is_plain_file_name(entry.get("file"))
                 and isinstance(y_axis, list)
                 and all(isinstance(name, str) for name in y_axis)
             ):
