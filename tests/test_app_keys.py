@@ -1,0 +1,153 @@
+"""Every key of the dashboard, and the mouse, on a real run directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app_support import append_rows, screen_text, wait_for, wait_for_text
+
+from ocms_tui.app import OcmsApp
+from ocms_tui.demo import write_demo_run
+from ocms_tui.model import RunModel
+from ocms_tui.widgets.chart_grid import ChartGrid, grid_columns
+from ocms_tui.widgets.chart_panel import ChartPanel
+from ocms_tui.widgets.help_screen import HelpScreen
+from ocms_tui.widgets.problems_pane import ProblemsPane
+
+
+def panels(app: OcmsApp) -> list[ChartPanel]:
+    return list(app.query(ChartPanel))
+
+
+async def open_demo(pilot, app: OcmsApp) -> None:  # type: ignore[no-untyped-def]
+    await app.settle()
+    await wait_for(pilot, lambda: len(panels(app)) == 6 and app.focused is panels(app)[0])
+
+
+async def test_view_keys_change_every_chart_or_the_focused_one(tmp_path: Path) -> None:
+    write_demo_run(tmp_path, steps=400)
+    app = OcmsApp(tmp_path, watch=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await open_demo(pilot, app)
+        loss = panels(app)[0]
+        builds = loss.plot.builds
+
+        await pilot.press("s")
+        assert app.shared.smoothing == 0.6
+        await wait_for_text(pilot, "ema 0.6")
+        await pilot.press("s", "s", "s")
+        assert app.shared.smoothing == 0.0
+
+        await pilot.press("l")
+        assert loss.view.log_y and not panels(app)[1].view.log_y
+        await wait_for_text(pilot, "· log")
+
+        await pilot.press("right_square_bracket", "right_square_bracket")
+        assert app.shared.zoom == 2
+        await wait_for_text(pilot, "latest 1/4 of steps")
+        await pilot.press("left_square_bracket")
+        assert app.shared.zoom == 1
+        await pilot.press("0")
+        assert app.shared.zoom == 0
+
+        await pilot.press("2")
+        assert loss.view.hidden == {1}
+        await pilot.press("9")  # the loss chart has 4 series: nothing to toggle
+        assert loss.view.hidden == {1}
+        await pilot.press("2")
+        assert loss.view.hidden == set()
+        await pilot.pause()
+        assert loss.plot.builds > builds  # each change was drawn, not only recorded
+
+
+async def test_focus_moves_with_arrows_and_clicks_and_enter_maximises(tmp_path: Path) -> None:
+    write_demo_run(tmp_path, steps=200)
+    app = OcmsApp(tmp_path, watch=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await open_demo(pilot, app)
+        grid = app.query_one(ChartGrid)
+        columns = grid.columns
+        assert columns == grid_columns(*grid.scrollable_content_region.size, 6) > 1
+        await pilot.press("right")
+        assert app.focused is panels(app)[1]
+        await pilot.press("down")
+        assert app.focused is panels(app)[1 + columns]
+        await pilot.press("left", "up")
+        assert app.focused is panels(app)[0]
+
+        await pilot.click(panels(app)[2])
+        assert app.focused is panels(app)[2]
+
+        await pilot.press("enter")
+        assert grid.maximised is panels(app)[2]
+        assert [panel.display for panel in panels(app)] == [False, False, True, False, False, False]
+        await pilot.pause()
+        assert panels(app)[2].region.height > 40
+        await pilot.press("right")  # moving on while maximised maximises the next chart
+        assert grid.maximised is panels(app)[3] and app.focused is panels(app)[3]
+        await pilot.press("escape")
+        assert grid.maximised is None
+        assert all(panel.display for panel in panels(app))
+
+
+async def test_one_column_at_80_columns_and_the_grid_scrolls(tmp_path: Path) -> None:
+    write_demo_run(tmp_path, steps=200)
+    app = OcmsApp(tmp_path, watch=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_demo(pilot, app)
+        grid = app.query_one(ChartGrid)
+        assert grid.columns == 1
+        await pilot.press("down", "down", "down")
+        await pilot.pause()
+        assert app.focused is panels(app)[3]
+        assert grid.scroll_y > 0
+        assert "timing" in screen_text(app)
+
+
+async def test_pause_freezes_the_screen_until_resumed(tmp_path: Path) -> None:
+    (tmp_path / "metrics.json").write_text(
+        '{"version": 1, "charts": [{"name": "loss", "file": "loss.csv", "x_axis": "step",'
+        ' "y_axis": ["loss"]}]}'
+    )
+    append_rows(tmp_path / "loss.csv", ["0,1.0", "1,0.5"])
+    app = OcmsApp(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for_text(pilot, "step 1 · 2 rows")
+        await pilot.press("space")
+        await wait_for_text(pilot, "⏸ paused")
+        append_rows(tmp_path / "loss.csv", ["2,0.25"])
+        await pilot.pause(1.5)
+        assert "step 1 · 2 rows" in screen_text(app)
+        await pilot.press("space")
+        await wait_for_text(pilot, "step 2 · 3 rows", "● live")
+
+
+async def test_reload_problems_help_and_quit(tmp_path: Path) -> None:
+    write_demo_run(tmp_path, steps=100)
+    app = OcmsApp(tmp_path, watch=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_demo(pilot, app)
+        charts_before = app.model.charts
+        await pilot.press("r")
+        await wait_for(pilot, lambda: app.idle and app.model.charts is not charts_before)
+        await wait_for(pilot, lambda: len(panels(app)) == 6)
+        fresh = RunModel(tmp_path)
+        fresh.load_settled()
+        assert app.model.total_rows == fresh.total_rows > 500
+
+        pane = app.query_one(ProblemsPane)
+        assert pane.display
+        await pilot.press("p")
+        assert not pane.display
+        await pilot.press("p")
+        assert pane.display
+
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await wait_for_text(pilot, "ocms-tui · keys", "pause / resume")
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0

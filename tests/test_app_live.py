@@ -1,0 +1,108 @@
+"""The dashboard following a real directory: files change on disk while the app runs, and
+both the model and what is on the screen follow."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app_support import append_rows, screen_text, wait_for, wait_for_text, write_layout
+
+from ocms_tui.app import OcmsApp
+from ocms_tui.demo import MARKUP_NAME, write_problem_run
+from ocms_tui.widgets.chart_panel import ChartPanel
+
+SIZE = (120, 40)
+
+
+def start_run(directory: Path, rows: int = 10) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    write_layout(directory, {"loss": ["loss", "eval_loss"]})
+    append_rows(directory / "loss.csv", [f"{step},{1.0 / (step + 1)!r}," for step in range(rows)])
+
+
+def loss_chart(app: OcmsApp):  # type: ignore[no-untyped-def]
+    return next(chart for chart in app.model.charts if chart.name == "loss")
+
+
+async def test_appended_rows_reach_model_and_screen(tmp_path: Path) -> None:
+    start_run(tmp_path)
+    app = OcmsApp(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_text(pilot, "step 9 · 10 rows")
+        append_rows(tmp_path / "loss.csv", ["10,0.123456,0.5", "11,0.0987654,"])
+        await wait_for(pilot, lambda: bool(app.model.charts) and loss_chart(app).rows == 12)
+        await wait_for_text(pilot, "step 11 · 12 rows", "0.0987654", "0.5 @10")
+        assert loss_chart(app).stats(1).latest == 0.5
+
+
+async def test_partial_line_is_held_until_completed(tmp_path: Path) -> None:
+    start_run(tmp_path)
+    app = OcmsApp(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_text(pilot, "step 9 · 10 rows")
+        with open(tmp_path / "loss.csv", "a", encoding="utf-8") as csv:
+            csv.write("10,0.42")  # a row still being written
+        await wait_for_text(pilot, "partial-line", "loss.csv:11")
+        assert loss_chart(app).rows == 10
+        with open(tmp_path / "loss.csv", "a", encoding="utf-8") as csv:
+            csv.write("4242,\n")
+        await wait_for_text(pilot, "step 10 · 11 rows", "0.424242", "no problems")
+        assert loss_chart(app).rows == 11
+
+
+async def test_truncated_and_rewritten_csv_is_read_again(tmp_path: Path) -> None:
+    start_run(tmp_path, rows=50)
+    app = OcmsApp(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_text(pilot, "step 49 · 50 rows")
+        (tmp_path / "loss.csv").write_text("0,7.5,\n1,7.25,\n2,7.125,\n", encoding="utf-8")
+        await wait_for(pilot, lambda: loss_chart(app).rows == 3)
+        await wait_for_text(pilot, "step 2 · 3 rows", "7.125")
+        assert loss_chart(app).stats(0).maximum == 7.5
+
+
+async def test_replaced_metrics_json_adds_a_chart(tmp_path: Path) -> None:
+    start_run(tmp_path)
+    app = OcmsApp(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_text(pilot, "step 9 · 10 rows")
+        append_rows(tmp_path / "grad_norm.csv", ["0,2.5", "1,2.25", "2,1.75"])
+        write_layout(tmp_path, {"loss": ["loss", "eval_loss"], "grad_norm": ["grad_norm"]})
+        await wait_for(pilot, lambda: len(app.query(ChartPanel)) == 2)
+        await wait_for_text(pilot, "grad_norm", "step 2 · 3 rows", "1.75")
+        assert [chart.name for chart in app.model.charts] == ["loss", "grad_norm"]
+
+
+async def test_directory_created_late_is_picked_up(tmp_path: Path) -> None:
+    directory = tmp_path / "job" / "ocms_metrics"
+    app = OcmsApp(directory)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_text(pilot, "waiting for", "does not exist yet")
+        assert not app.model.exists
+        start_run(directory, rows=5)
+        await wait_for(pilot, lambda: app.model.exists and bool(app.model.charts))
+        await wait_for_text(pilot, "step 4 · 5 rows", "● live")
+        assert "waiting for" not in screen_text(app)
+
+
+async def test_markup_looking_names_are_shown_literally(tmp_path: Path) -> None:
+    write_problem_run(tmp_path)
+    app = OcmsApp(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_text(pilot, MARKUP_NAME, "bad-y-axis-name")
+        markup_chart = next(chart for chart in app.model.charts if chart.name == "markup")
+        assert markup_chart.y_axis == (MARKUP_NAME,)
+        # Shown as its characters in the legend: had it been parsed, "[bold red]" would be gone.
+        legend = next(panel for panel in app.query(ChartPanel) if panel.chart is markup_chart)
+        assert MARKUP_NAME in screen_text(app)
+        assert legend.table.region.height > 0
+
+
+async def test_polling_follows_too(tmp_path: Path) -> None:
+    start_run(tmp_path)
+    app = OcmsApp(tmp_path, poll=0.1)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_text(pilot, "step 9 · 10 rows")
+        assert app.watcher is not None and app.watcher.description == "polling every 0.1s"
+        append_rows(tmp_path / "loss.csv", ["10,0.25,"])
+        await wait_for_text(pilot, "step 10 · 11 rows")

@@ -1,0 +1,81 @@
+"""What the dashboard looks like, compared with stored SVG snapshots (pytest-textual-snapshot).
+
+The data is the deterministic demo run; file times and the clock are pinned and the
+directory is shown under a fixed label, so nothing on screen depends on when or where the
+test runs. Update after an intended change with `pytest tests/test_snapshots.py
+--snapshot-update` and look at the SVGs before committing them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+
+from ocms_tui.app import OcmsApp
+from ocms_tui.demo import write_demo_run, write_problem_run
+
+PINNED_TIME = 1_700_000_000.0  # every file's mtime; the clock reads 3 s later: "live"
+
+
+def pin_times(directory: Path) -> None:
+    for path in directory.iterdir():
+        os.utime(path, (PINNED_TIME, PINNED_TIME))
+
+
+def make_app(directory: Path) -> OcmsApp:
+    pin_times(directory)
+    app = OcmsApp(
+        directory,
+        watch=False,
+        directory_label="ocms_metrics",
+        clock=lambda: PINNED_TIME + 3,
+    )
+    app.animation_level = "none"
+    return app
+
+
+async def settled(pilot: Pilot) -> None:
+    await pilot.app.settle()  # type: ignore[attr-defined]
+    await pilot.pause()
+
+
+@pytest.fixture
+def demo_app(tmp_path: Path) -> OcmsApp:
+    write_demo_run(tmp_path / "ocms_metrics", steps=1000, seed=0)
+    return make_app(tmp_path / "ocms_metrics")
+
+
+def test_clean_run_80x24(demo_app: OcmsApp, snap_compare: Callable[..., bool]) -> None:
+    assert snap_compare(demo_app, terminal_size=(80, 24), run_before=settled)
+
+
+def test_clean_run_160x48(demo_app: OcmsApp, snap_compare: Callable[..., bool]) -> None:
+    assert snap_compare(demo_app, terminal_size=(160, 48), run_before=settled)
+
+
+def test_run_with_problems(tmp_path: Path, snap_compare: Callable[..., bool]) -> None:
+    write_problem_run(tmp_path / "ocms_metrics")
+    app = make_app(tmp_path / "ocms_metrics")
+    assert snap_compare(app, terminal_size=(160, 48), run_before=settled)
+
+
+def test_maximised_chart(demo_app: OcmsApp, snap_compare: Callable[..., bool]) -> None:
+    async def maximise_learning_rate(pilot: Pilot) -> None:
+        await settled(pilot)
+        await pilot.press("right", "enter")
+        await pilot.pause()
+
+    assert snap_compare(demo_app, terminal_size=(120, 36), run_before=maximise_learning_rate)
+
+
+def test_help_screen(demo_app: OcmsApp, snap_compare: Callable[..., bool]) -> None:
+    async def open_help(pilot: Pilot) -> None:
+        await settled(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+
+    assert snap_compare(demo_app, terminal_size=(100, 32), run_before=open_help)
