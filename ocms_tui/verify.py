@@ -89,7 +89,7 @@ def _ocms_version(module: object) -> str:
 def _self_test() -> bool:
     with tempfile.TemporaryDirectory(prefix="ocms-verify-") as temporary:
         log_dir = os.path.join(temporary, "ocms_metrics")
-        recorder = OcmsRecorder(log_dir=log_dir)
+        recorder = OcmsRecorder(log_dir=log_dir, mirror_to_ocms=False)
         if not recorder.active:
             print(
                 f"self-test: FAILED: the recorder is disabled in this process (rank "

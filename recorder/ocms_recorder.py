@@ -241,7 +241,10 @@ class OcmsRecorder:
         log_dir: Optional[PathLike] = None,
         chart_groups: Optional[List[ChartGroup]] = None,
         enabled: bool = True,
+        mirror_to_ocms: bool = True,
     ) -> None:
+        """`mirror_to_ocms=False` keeps the snapshots out of an installed `ocms` package
+        (a self-test must not send made-up metrics to the platform)."""
         groups = DEFAULT_CHART_GROUPS if chart_groups is None else list(chart_groups)
         _validate_chart_groups(groups)
         self._groups: List[ChartGroup] = groups
@@ -269,7 +272,8 @@ class OcmsRecorder:
             self._warn_os_error("create the directory", error)
         else:
             self._resume_layout()
-        self._mirror = _find_ocms_mirror()
+        if mirror_to_ocms:
+            self._mirror = _find_ocms_mirror()
 
     @classmethod
     def from_output_dir(

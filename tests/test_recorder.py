@@ -435,6 +435,10 @@ def test_the_ocms_package_when_installed_gets_each_snapshot(
         recorder.log(step=4, metrics={"loss": 1.0, "phase": "train"})
     assert received == [(4, {"loss": 1.0, "phase": "train"})]
     assert read_rows(tmp_path, "loss.csv") == [["4", "1.0"]]
+    with OcmsRecorder(log_dir=str(tmp_path / "selftest"), mirror_to_ocms=False) as quiet:
+        quiet.log(step=5, metrics={"loss": 2.0})
+    assert len(received) == 1, "a self-test sends nothing to the platform"
+    assert read_rows(tmp_path / "selftest", "loss.csv") == [["5", "2.0"]]
 
 
 def test_a_failing_ocms_package_is_dropped_and_the_files_go_on(
