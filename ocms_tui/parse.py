@@ -11,6 +11,8 @@ from __future__ import annotations
 import io
 import math
 import re
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,8 +30,14 @@ MAX_STEP = 2**63 - 1
 
 # Bytes a clean chunk can contain. Anything else (spaces, quotes, \r, letters outside
 # nan/inf/e) sends the chunk to the exact parser, so polars' leniencies never matter.
-_BULK_ALPHABET_BUT_COMMA = b"0123456789.-+eEnaifNAIF\n"
+# Digits, signs, dots and newlines are deleted in one pass; what is left must be commas and,
+# rarely, the letters of nan/inf/exponents, so the same pass also says whether a chunk can
+# hold a non-finite value at all.
+_BULK_DIGITS_AND_NEWLINES = b"0123456789.-+\n"
+_BULK_LETTERS = b"eEnaifNAIF"
 BULK_MIN_BYTES = 32 * 1024
+# Below this, handing the native parse to a thread costs more than it overlaps.
+BACKGROUND_MIN_BYTES = 1024 * 1024
 _HEADER_HINT = re.compile(rb"[A-Za-z]")
 
 
@@ -173,47 +181,91 @@ def _looks_like_header(fields: list[bytes]) -> bool:
     return _HEADER_HINT.search(fields[0]) is not None and not VALUE_RE.fullmatch(fields[0])
 
 
-def _parse_bulk(data: bytes, context: ChunkContext) -> ParsedRows | None:
-    """Parse a chunk natively when it is provably clean; None means "use the exact path"."""
-    # One pass: what survives deleting every clean byte but the comma must be commas only.
-    commas = data.translate(None, _BULK_ALPHABET_BUT_COMMA)
-    if commas.count(b",") != len(commas):
-        return None
-    schema = {"step": pl.Int64, **{f"v{i}": pl.Float64 for i in range(len(context.y_axis))}}
+@dataclass
+class _NativeRows:
+    """polars' reading of a chunk, already checked for what needs no context."""
+
+    frame: pl.DataFrame
+    steps: np.ndarray
+    columns: list[np.ndarray]
+
+
+def _read_native(data: bytes, series: int) -> _NativeRows | None:
+    """polars' parse of a chunk; None when it refuses it or reads something unclean."""
+    schema = {"step": pl.Int64, **{f"v{i}": pl.Float64 for i in range(series)}}
     try:
-        frame = pl.read_csv(
-            io.BytesIO(data),
-            has_header=False,
-            schema=schema,
-            quote_char=None,
-        )
+        frame = pl.read_csv(io.BytesIO(data), has_header=False, schema=schema, quote_char=None)
     except (pl.exceptions.PolarsError, ValueError, OverflowError):
         return None
     # Blank lines are rows of nulls; short rows are caught by the comma count.
-    if (
-        frame.height == 0
-        or frame.get_column("step").null_count()
-        or len(commas) != frame.height * (context.width - 1)
-    ):
+    if frame.height == 0 or frame.get_column("step").null_count():
         return None
     steps = frame.get_column("step").to_numpy()
     if steps.min() < 0:
         return None
     columns = [
-        frame.get_column(f"v{i}").to_numpy().astype(np.float64, copy=False)
-        for i in range(len(context.y_axis))
+        frame.get_column(f"v{i}").to_numpy().astype(np.float64, copy=False) for i in range(series)
     ]
-    _report_bulk_warnings(data, frame, steps, columns, context)
-    return ParsedRows(
-        steps=steps,
-        columns=columns,
-        last_step=int(steps[-1]),
-        lines=frame.height,
-    )
+    return _NativeRows(frame, steps, columns)
+
+
+_native_worker: ThreadPoolExecutor | None = None
+_native_worker_lock = threading.Lock()
+
+
+class NativeParse:
+    """polars' parse of one chunk, running on a worker thread while the caller goes on.
+
+    polars works without the GIL, so the caller can check the chunk's bytes or store the
+    previous chunk meanwhile: the passes overlap instead of adding up. The result is only
+    used by `parse_chunk` for exactly this `data`, after its own checks.
+    """
+
+    def __init__(self, data: bytes, series: int) -> None:
+        global _native_worker
+        self.data = data
+        self.series = series
+        with _native_worker_lock:
+            if _native_worker is None:
+                _native_worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ocms-parse")
+            self._future: Future[_NativeRows | None] = _native_worker.submit(
+                _read_native, data, series
+            )
+
+    def result(self) -> _NativeRows | None:
+        return self._future.result()
+
+
+def start_native_parse(data: bytes, series: int) -> NativeParse | None:
+    """Start parsing a chunk in the background, when it is big enough to be worth a thread."""
+    return NativeParse(data, series) if len(data) >= BACKGROUND_MIN_BYTES else None
+
+
+def _parse_bulk(
+    data: bytes, context: ChunkContext, started: NativeParse | None = None
+) -> ParsedRows | None:
+    """Parse a chunk natively when it is provably clean; None means "use the exact path"."""
+    series = len(context.y_axis)
+    if started is None or started.data is not data or started.series != series:
+        # Even alone, the native parse overlaps with the byte check below. A chunk found
+        # unclean wastes that parse, which only happens on the way down to a bad row.
+        started = start_native_parse(data, series)
+    # One pass over the chunk; the rest is small (about one byte per field).
+    rest = data.translate(None, _BULK_DIGITS_AND_NEWLINES)
+    commas = rest.count(b",")
+    has_letters = commas != len(rest)
+    if has_letters and rest.translate(None, b"," + _BULK_LETTERS):
+        return None
+    native = _read_native(data, series) if started is None else started.result()
+    if native is None or commas != len(native.steps) * (context.width - 1):
+        return None
+    steps, columns = native.steps, native.columns
+    _report_bulk_warnings(has_letters, native.frame, steps, columns, context)
+    return ParsedRows(steps=steps, columns=columns, last_step=int(steps[-1]), lines=len(steps))
 
 
 def _report_bulk_warnings(
-    data: bytes,
+    has_letters: bool,
     frame: pl.DataFrame,
     steps: np.ndarray,
     columns: list[np.ndarray],
@@ -222,16 +274,18 @@ def _report_bulk_warnings(
     """The warnings a clean chunk can still carry, exactly as the exact parser words them."""
     problems = context.problems
     first = context.first_line
-    previous_steps = np.empty_like(steps)
-    previous_steps[0] = steps[0] if context.previous_step is None else context.previous_step
-    previous_steps[1:] = steps[:-1]
-    regressions = np.flatnonzero(steps < previous_steps)
+    # Row i regresses when steps[i] < steps[i - 1]; row 0 compares with the previous chunk.
+    regressions = np.flatnonzero(steps[1:] < steps[:-1]) + 1
+    previous = context.previous_step
+    if previous is not None and steps[0] < previous:
+        regressions = np.concatenate(([0], regressions))
     listed = regressions[: problems.remaining(Rule.STEP_REGRESSION)]
     for row in listed.tolist():
-        _report_regression(context, first + row, int(steps[row]), int(previous_steps[row]))
+        before = previous if row == 0 else int(steps[row - 1])
+        _report_regression(context, first + row, int(steps[row]), before)
     problems.add_unlisted(Rule.STEP_REGRESSION, len(regressions) - len(listed))
 
-    if not any(letter in data for letter in (b"n", b"N", b"e", b"E")):
+    if not has_letters:
         return  # no nan, inf or exponent that could overflow to inf
     room = problems.remaining(Rule.NON_FINITE)
     total = 0
@@ -259,17 +313,21 @@ def _split_at_newline(data: bytes) -> int:
 
 
 def parse_chunk(
-    data: bytes, context: ChunkContext, bulk_min_bytes: int = BULK_MIN_BYTES
+    data: bytes,
+    context: ChunkContext,
+    bulk_min_bytes: int = BULK_MIN_BYTES,
+    started: NativeParse | None = None,
 ) -> ParsedRows:
     """Parse complete lines, on the fast path wherever the chunk allows it.
 
     Updates `context.first_line` and `context.previous_step` so that the next chunk of the
-    same file continues where this one ended.
+    same file continues where this one ended. `started` is this chunk's native parse when
+    the caller began it earlier (see `start_native_parse`).
     """
     if len(data) < bulk_min_bytes:
         parsed = parse_exact(data, context)
     else:
-        parsed = _parse_bulk(data, context)
+        parsed = _parse_bulk(data, context, started)
         if parsed is None:
             cut = _split_at_newline(data)
             if cut <= 0 or cut >= len(data):

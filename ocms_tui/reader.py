@@ -16,13 +16,21 @@ from pathlib import Path
 
 import numpy as np
 
-from ocms_tui.parse import ChunkContext, ParsedRows, concat_parsed, parse_chunk
+from ocms_tui.parse import (
+    ChunkContext,
+    NativeParse,
+    ParsedRows,
+    concat_parsed,
+    parse_chunk,
+    start_native_parse,
+)
 from ocms_tui.problems import Problem, ProblemCollector, Rule
 
 READ_BLOCK_BYTES = 16 * 1024 * 1024
 # No legitimate row is anywhere near this long; past it the line is skipped unread.
 MAX_LINE_BYTES = 1024 * 1024
 _FINGERPRINT_BYTES = 64
+_PROBE_BYTES = 4096
 _NO_ROWS = ParsedRows(np.empty(0, dtype=np.int64), [])
 
 
@@ -81,6 +89,18 @@ def _long_line_spans(complete: bytes) -> list[tuple[int, int]]:
     ]
 
 
+def _up_to_last_newline(descriptor: int, offset: int, length: int) -> int:
+    """`length`, shortened to end just past the last newline in its final few kilobytes.
+
+    A block that ends on a line boundary is parsed as read; cutting the unfinished line off
+    afterwards would copy the whole block (and fault in fresh pages for the copy).
+    """
+    probe_start = max(offset, offset + length - _PROBE_BYTES)
+    probe = os.pread(descriptor, offset + length - probe_start, probe_start)
+    newline = probe.rfind(b"\n")
+    return length if newline < 0 else probe_start + newline + 1 - offset
+
+
 class CsvFollower:
     """Incremental reader of one chart CSV with a fixed row layout."""
 
@@ -100,6 +120,7 @@ class CsvFollower:
         self._identity: tuple[int, int] | None = None  # (st_dev, st_ino)
         self._fingerprint = b""
         self.offset = 0
+        self._parsed_offset = 0  # end of the last block parsed (offset can be one ahead)
         self.size = 0
         self.mtime: float | None = None
         self._partial = False
@@ -113,6 +134,7 @@ class CsvFollower:
         self._identity = None
         self._fingerprint = b""
         self.offset = 0
+        self._parsed_offset = 0
         self.size = 0
         self._partial = False
         self._skipping_long_line = False
@@ -233,16 +255,41 @@ class CsvFollower:
         """Parse the complete lines after `offset`; True when a budget left bytes unread.
 
         `offset` only ever moves past whole lines, so an unfinished last line is simply
-        read again next time instead of being kept and concatenated.
+        read again next time instead of being kept and concatenated. Blocks are pipelined:
+        the rows of one block are handed to `on_rows` while the next block is being parsed
+        natively on a worker thread.
         """
         end = size if budget_bytes is None else min(size, self.offset + budget_bytes)
         self._partial = False
+        ready = _NO_ROWS  # parsed, not handed over yet
+        try:
+            while (complete := self._next_block(descriptor, size, end)) is not None:
+                long_lines = _long_line_spans(complete)
+                started = None if long_lines else start_native_parse(complete, len(self.y_axis))
+                handed, ready = ready, _NO_ROWS
+                if handed.rows:
+                    on_rows(handed)
+                ready = self._parse_complete(complete, long_lines, started)
+                self._parsed_offset = self.offset
+                # Let go of the block before reading the next one, so that the allocator
+                # hands the same memory out again instead of faulting in new pages.
+                complete, started = b"", None
+        finally:
+            # Rows already parsed are handed over even when reading the next block failed:
+            # the offset has moved past them.
+            if ready.rows:
+                on_rows(ready)
+        return end < size
+
+    def _next_block(self, descriptor: int, size: int, end: int) -> bytes | None:
+        """The next run of complete lines before `end` (offset moves past it), or None."""
         while self.offset < end:
             # Read at least one line's worth past the budget, so no line can stall it.
             want = max(min(READ_BLOCK_BYTES, end - self.offset), MAX_LINE_BYTES + 1)
-            block = os.pread(descriptor, min(want, size - self.offset), self.offset)
+            want = _up_to_last_newline(descriptor, self.offset, min(want, size - self.offset))
+            block = os.pread(descriptor, want, self.offset)
             if not block:
-                break
+                return None
             if self.offset == 0:
                 self._fingerprint = block[:_FINGERPRINT_BYTES]
             if self._skipping_long_line:
@@ -262,24 +309,26 @@ class CsvFollower:
                     self.offset += len(block)
                     continue
                 self._partial = True  # a row still being written
-                break
+                return None
             complete = block if last_newline + 1 == len(block) else block[: last_newline + 1]
             self.offset += len(complete)
-            parsed = self._parse_complete(complete)
-            if parsed.rows:
-                on_rows(parsed)
-        return end < size
+            return complete
+        return None
 
     def expected_rows(self) -> int:
         """The file's row count, extrapolated from the lines read so far."""
-        if not self.offset:
+        if not self._parsed_offset:
             return 0
-        return int(self.lines_read * self.size / self.offset)
+        return int(self.lines_read * self.size / self._parsed_offset)
 
-    def _parse_complete(self, complete: bytes) -> ParsedRows:
-        long_lines = _long_line_spans(complete)
+    def _parse_complete(
+        self,
+        complete: bytes,
+        long_lines: list[tuple[int, int]],
+        started: NativeParse | None,
+    ) -> ParsedRows:
         if not long_lines:
-            return parse_chunk(complete, self.context)
+            return parse_chunk(complete, self.context, started=started)
         # Skip each huge line unparsed, report it, and parse the rest around it.
         parts: list[ParsedRows] = []
         position = 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,14 +55,24 @@ class SeriesStats:
     count: int = 0  # values that are not gaps
 
     def updated(self, steps: np.ndarray, values: np.ndarray) -> SeriesStats:
-        present = np.flatnonzero(~np.isnan(values))
-        if not len(present):
+        if not len(values):
             return self
-        last = int(present[-1])
-        finite = values[np.isfinite(values)]
+        # Two reductions answer everything for a series without gaps (the common case):
+        # min() and max() are NaN exactly when the chunk has a gap.
+        low, high = float(values.min()), float(values.max())
+        present, last = len(values), len(values) - 1
+        if math.isnan(low):
+            gaps = np.isnan(values)
+            present -= int(np.count_nonzero(gaps))
+            if not present:
+                return self
+            last -= int(np.argmin(gaps[::-1]))  # the last position that is not a gap
+            low, high = float(np.fmin.reduce(values)), float(np.fmax.reduce(values))
+        if not (math.isfinite(low) and math.isfinite(high)):  # inf is a value, not a bound
+            finite = values[np.isfinite(values)]
+            low, high = (float(finite.min()), float(finite.max())) if len(finite) else (None, None)
         minimum, maximum = self.minimum, self.maximum
-        if len(finite):
-            low, high = float(finite.min()), float(finite.max())
+        if low is not None and high is not None:
             minimum = low if minimum is None else min(minimum, low)
             maximum = high if maximum is None else max(maximum, high)
         return SeriesStats(
@@ -69,7 +80,7 @@ class SeriesStats:
             latest_step=int(steps[last]),
             minimum=minimum,
             maximum=maximum,
-            count=self.count + len(present),
+            count=self.count + present,
         )
 
 
