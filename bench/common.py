@@ -1,0 +1,162 @@
+"""What every benchmark module shares: sizes, interleaved timing, result rows, machine facts.
+
+Each figure is a ratio against a baseline measured in the same run: these machines are shared
+and noisy, so candidates are timed in alternating rounds (the order rotates every round) and
+compared by their medians.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+# The libraries whose versions decide the figures; printed with every table.
+LIBRARIES = (
+    "ocms-tui",
+    "numpy",
+    "polars",
+    "textual",
+    "plotext",
+    "textual-plotext",
+    "watchdog",
+    "tensorboard",
+    "tensorboardX",
+    "protobuf",
+)
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How big and how often: `full` is the issue's sizes, `quick` keeps the same data sizes
+    where the target depends on them, `tiny` only proves the harness runs (smoke test)."""
+
+    name: str
+    rows: int  # rows per chart for the load, check, memory and dashboard figures
+    small_rows: int  # the "small run" side of size-independence figures
+    tensorboard_steps: int
+    rounds: int  # timing rounds for fast candidates
+    slow_rounds: int  # timing rounds when a candidate takes seconds (pure-Python baselines)
+    latency_samples: int  # rows timed per watcher kind in the latency figure
+    idle_seconds: float  # how long the idle-CPU figure follows a live run
+    first_paint_rounds: int
+
+    @property
+    def is_tiny(self) -> bool:
+        return self.name == "tiny"
+
+
+FULL = Sizes("full", 1_000_000, 1_000, 100_000, 7, 3, 100, 60.0, 3)
+QUICK = Sizes("quick", 1_000_000, 1_000, 20_000, 5, 2, 30, 30.0, 2)
+TINY = Sizes("tiny", 20_000, 1_000, 500, 2, 1, 3, 2.0, 1)
+
+
+@dataclass(frozen=True)
+class Timing:
+    samples: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def best(self) -> float:
+        return min(self.samples)
+
+
+def interleaved(
+    candidates: dict[str, Callable[[], object]], rounds: int, warmup: bool = True
+) -> dict[str, Timing]:
+    """Wall seconds of each candidate over `rounds` alternating rounds.
+
+    A warm-up round (not counted) brings files into the page cache and imports in, so that
+    every counted run is measured in the same state.
+    """
+    names = list(candidates)
+    if warmup:
+        for name in names:
+            candidates[name]()
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for round_index in range(rounds):
+        shift = round_index % len(names)
+        for name in names[shift:] + names[:shift]:
+            start = time.perf_counter()
+            candidates[name]()
+            samples[name].append(time.perf_counter() - start)
+    return {name: Timing(tuple(values)) for name, values in samples.items()}
+
+
+def seconds(value: float) -> str:
+    """A duration with a unit that keeps three significant digits readable."""
+    if value >= 1.0:
+        return f"{value:.2f} s"
+    if value >= 1e-3:
+        return f"{value * 1e3:.1f} ms"
+    return f"{value * 1e6:.0f} µs"
+
+
+def make_row(
+    figure: str,
+    ours: str,
+    baseline: str,
+    ratio: float | None,
+    target: str,
+    met: bool | None,
+    note: str = "",
+) -> Row:
+    """One line of the table, in the same shape as bench_recorder's rows.
+
+    `ratio` is ours / baseline (lower is better) unless the target says otherwise; `met` is
+    None when the figure could not be measured (the note says why).
+    """
+    return {
+        "figure": figure,
+        "ours": ours,
+        "baseline": baseline,
+        "ratio": None if ratio is None else round(ratio, 3),
+        "target": target,
+        "met": met,
+        "note": note,
+    }
+
+
+def not_measured(figure: str, target: str, reason: str) -> Row:
+    return make_row(figure, "-", "-", None, target, None, reason)
+
+
+def machine_facts() -> list[tuple[str, str]]:
+    """Date, machine and library versions, printed above the table."""
+    facts = [
+        ("date", datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
+        ("machine", f"{_cpu_model()}, {os.cpu_count()} cores, {platform.machine()}"),
+        ("os", f"{platform.system()} {platform.release()}"),
+        ("python", platform.python_version()),
+        ("load average at start", " ".join(f"{load:.2f}" for load in os.getloadavg())),
+    ]
+    versions = []
+    for library in LIBRARIES:
+        try:
+            versions.append(f"{library} {metadata.version(library)}")
+        except metadata.PackageNotFoundError:
+            versions.append(f"{library} (not installed)")
+    facts.append(("libraries", ", ".join(versions)))
+    return facts
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"

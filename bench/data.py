@@ -1,0 +1,160 @@
+"""Deterministic benchmark data: training-like runs as the recorder writes them.
+
+metrics.json comes from the real `OcmsRecorder` (one logged step lays the charts out); the
+million-row CSVs are then written in bulk by polars, because formatting them row by row in
+Python takes longer than every benchmark together. polars prints a float exactly as
+`repr(float)` does within [1e-4, 1e16), where every generated value lies; `write_chart_csv`
+checks the first rows against `format_rows` (the recorder's formatting) to prove it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from ocms_recorder import OcmsRecorder, chart_file_name
+
+# Six charts of four series, like a VLA training run; eval_loss is mostly gaps (one value
+# every EVAL_EVERY steps), as in a real loss chart.
+RUN_CHARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("loss", ("loss", "vlm_loss", "action_dit_loss", "eval_loss")),
+    ("learning_rate", ("learning_rate", "lr_vision_tower", "lr_projector", "lr_action_head")),
+    ("timing", ("data", "model", "optimizer", "total")),
+    ("eval_score", ("mse_score", "accuracy", "mIoU", "success_rate")),
+    ("grad_norm", ("grad_norm", "grad_norm_vision", "grad_norm_llm", "grad_norm_action")),
+    ("throughput", ("samples_per_s", "tokens_per_s", "gpu_memory_gb", "gpu_util")),
+)
+LOSS_CHART = RUN_CHARTS[0]
+EVAL_EVERY = 100
+_CHECKED_ROWS = 2_000
+
+
+@dataclass(frozen=True)
+class ChartRows:
+    steps: np.ndarray
+    columns: tuple[np.ndarray, ...]  # NaN = gap (an empty field)
+
+
+def chart_rows(chart_index: int, rows: int, seed: int = 0, first_step: int = 0) -> ChartRows:
+    """Training-like curves with noise: a decay plus scale per series, all within
+    [1e-4, 1e16) so that they print as repr() would print them."""
+    rng = np.random.default_rng(seed * 1000 + chart_index)
+    steps = np.arange(first_step, first_step + rows, dtype=np.int64)
+    decay = np.exp(-steps / 200_000.0)
+    columns = []
+    for series in range(4):
+        level = 0.05 + 0.3 * series + chart_index
+        curve = level + (2.0 + series) * decay + 0.01 * rng.standard_normal(rows)
+        curve = np.abs(curve) + 1e-3
+        columns.append(curve)
+    if chart_index == 0:  # eval_loss: a value only on eval steps
+        columns[3] = np.where(steps % EVAL_EVERY == 0, columns[3], np.nan)
+    return ChartRows(steps, tuple(columns))
+
+
+def format_rows(rows: ChartRows) -> bytes:
+    """The bytes the recorder writes for these rows (repr of each float, empty for a gap)."""
+    lines = []
+    for index, step in enumerate(rows.steps.tolist()):
+        fields = [str(step)]
+        for column in rows.columns:
+            value = float(column[index])
+            fields.append("" if value != value else repr(value))
+        lines.append(",".join(fields) + "\n")
+    return "".join(lines).encode()
+
+
+def write_chart_csv(path: Path, rows: ChartRows) -> None:
+    frame = pl.DataFrame(
+        {"step": rows.steps, **{f"v{i}": column for i, column in enumerate(rows.columns)}}
+    ).with_columns(pl.col(f"v{i}").fill_nan(None) for i in range(len(rows.columns)))
+    frame.write_csv(path, include_header=False)
+    head = ChartRows(rows.steps[:_CHECKED_ROWS], tuple(c[:_CHECKED_ROWS] for c in rows.columns))
+    expected = format_rows(head)
+    with path.open("rb") as written:
+        if written.read(len(expected)) != expected:
+            raise AssertionError(f"{path}: bulk-written rows differ from the recorder's format")
+
+
+def write_layout(directory: Path, charts: tuple[tuple[str, tuple[str, ...]], ...]) -> None:
+    """metrics.json exactly as OcmsRecorder writes it for these charts and series."""
+    groups = [(name, lambda key, names=frozenset(y_axis): key in names) for name, y_axis in charts]
+    recorder = OcmsRecorder(log_dir=str(directory), chart_groups=groups)
+    recorder.log(step=0, metrics={key: 1.0 for _, y_axis in charts for key in y_axis})
+    recorder.finish()
+
+
+def write_run(
+    directory: Path,
+    rows: int,
+    charts: tuple[tuple[str, tuple[str, ...]], ...] = RUN_CHARTS,
+    seed: int = 0,
+) -> Path:
+    """A finished run: metrics.json plus one `rows`-row CSV per chart."""
+    directory.mkdir(parents=True, exist_ok=True)
+    write_layout(directory, charts)
+    for name, _ in charts:
+        index = next(i for i, (known, _) in enumerate(RUN_CHARTS) if known == name)
+        write_chart_csv(directory / chart_file_name(name), chart_rows(index, rows, seed))
+    return directory
+
+
+def write_tensorboard(directory: Path, rows: ChartRows, tags: tuple[str, ...]) -> int:
+    """The same values as TensorBoard scalars (gaps are not logged); returns the count."""
+    from tensorboardX import SummaryWriter
+
+    writer = SummaryWriter(logdir=str(directory), flush_secs=3600)
+    add_scalar = writer.add_scalar
+    written = 0
+    for index, step in enumerate(rows.steps.tolist()):
+        for tag, column in zip(tags, rows.columns, strict=True):
+            value = float(column[index])
+            if value == value:
+                add_scalar(tag, value, step)
+                written += 1
+    writer.close()
+    return written
+
+
+@dataclass
+class Workspace:
+    """A temporary directory holding the generated runs, each made once per benchmark run."""
+
+    root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="ocms-bench-")))
+    _made: dict[tuple[str, int], Path] = field(default_factory=dict)
+
+    def run(self, rows: int, charts: int = len(RUN_CHARTS)) -> Path:
+        """A finished run of `charts` charts of `rows` rows (the first chart is the loss chart)."""
+        key = (f"run{charts}", rows)
+        if key not in self._made:
+            self._made[key] = write_run(
+                self.root / f"run-{charts}x{rows}", rows, RUN_CHARTS[:charts]
+            )
+        return self._made[key]
+
+    def copy(self, source: Path, name: str) -> Path:
+        """A fresh copy of a generated run, for benchmarks that change files."""
+        target = self.root / name
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.copytree(source, target)
+        return target
+
+    def scratch(self, name: str) -> Path:
+        path = self.root / name
+        if path.exists():
+            shutil.rmtree(path)
+        path.mkdir(parents=True)
+        return path
+
+    def close(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def file_size_mb(path: Path) -> float:
+    return os.path.getsize(path) / 1e6
