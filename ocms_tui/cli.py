@@ -53,7 +53,13 @@ def build_parser() -> argparse.ArgumentParser:
             "2 usage error or missing directory."
         ),
     )
-    parser.add_argument("directory", nargs="?", metavar="DIR", help="the ocms metrics directory")
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        metavar="DIR",
+        type=Path,
+        help="ocms metrics directories, or parents searched for them (several runs)",
+    )
     parser.add_argument("--version", action="version", version=f"ocms-tui {__version__}")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="check DIR once, print problems, exit")
@@ -106,10 +112,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = build_parser()
     options = parser.parse_args(arguments)
-    directory = Path(options.directory or resolve_metrics_dir())
+    paths: list[Path] = options.paths or [Path(resolve_metrics_dir())]
+    directory = paths[0]
 
     if options.check:
-        return _check(directory, options.format, options.strict)
+        return _check(paths, options.format, options.strict)
     if options.demo:
         from ocms_tui.demo import run_demo
 
@@ -121,18 +128,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"wrote {options.snapshot}")
         return ExitCode.OK
     from ocms_tui.app import run_dashboard
+    from ocms_tui.runs import discover_runs
 
-    return run_dashboard(directory, poll=options.poll)
+    runs = discover_runs(paths)
+    return run_dashboard(runs[0].directory, poll=options.poll)
 
 
-def _check(directory: Path, output_format: str, strict: bool) -> int:
+def _check(paths: list[Path], output_format: str, strict: bool) -> int:
     from ocms_tui.checker import check_directory
-    from ocms_tui.report import exit_code, render
+    from ocms_tui.report import combined_exit_code, render
+    from ocms_tui.runs import discover_runs
 
-    result = check_directory(directory)
-    sys.stdout.write(render(result, output_format, strict, sys.stdout))
+    results = [check_directory(run.directory) for run in discover_runs(paths)]
+    sys.stdout.write(render(results, output_format, strict, sys.stdout))
     sys.stdout.flush()
-    return exit_code(result, strict)
+    return combined_exit_code(results, strict)
 
 
 if __name__ == "__main__":

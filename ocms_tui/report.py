@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Sequence
 from enum import IntEnum
 from typing import TextIO
 
@@ -34,6 +35,11 @@ def exit_code(result: CheckResult, strict: bool) -> ExitCode:
     if result.directory_missing:
         return ExitCode.USAGE
     return ExitCode.OK if result.ok(strict) else ExitCode.PROBLEMS
+
+
+def combined_exit_code(results: Sequence[CheckResult], strict: bool) -> ExitCode:
+    """The worst of the runs: a missing directory (2) over problems (1) over success (0)."""
+    return max((exit_code(result, strict) for result in results), default=ExitCode.USAGE)
 
 
 def _display_path(result: CheckResult, problem: Problem) -> str:
@@ -73,13 +79,24 @@ def format_text(result: CheckResult, color: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def format_json(result: CheckResult, strict: bool) -> str:
-    document = {
+def _json_document(result: CheckResult, strict: bool) -> dict[str, object]:
+    return {
         "ok": result.ok(strict),
         "directory": str(result.directory),
         "problems": [problem.as_dict() for problem in result.problems],
         "charts": [chart.as_dict() for chart in result.charts],
     }
+
+
+def format_json(results: Sequence[CheckResult], strict: bool) -> str:
+    """One run: that run's document. Several: {"ok": all ok, "runs": [documents]}."""
+    if len(results) == 1:
+        document = _json_document(results[0], strict)
+    else:
+        document = {
+            "ok": all(result.ok(strict) for result in results),
+            "runs": [_json_document(result, strict) for result in results],
+        }
     return json.dumps(document, indent=2) + "\n"
 
 
@@ -105,9 +122,14 @@ def format_github(result: CheckResult) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def render(result: CheckResult, output_format: str, strict: bool, stream: TextIO) -> str:
+def render(results: Sequence[CheckResult], output_format: str, strict: bool, stream: TextIO) -> str:
     if output_format == "json":
-        return format_json(result, strict)
+        return format_json(results, strict)
     if output_format == "github":
-        return format_github(result)
-    return format_text(result, use_color(stream))
+        return "".join(format_github(result) for result in results)
+    color = use_color(stream)
+    text = "".join(format_text(result, color) for result in results)
+    if len(results) > 1:
+        failed = sum(not result.ok(strict) for result in results)
+        text += f"{len(results)} run(s) checked, {failed} failed\n"
+    return text
