@@ -1,7 +1,7 @@
 """The live dashboard, `ocms-tui DIR`: charts, problems and status of a metrics directory.
 
 Data flows one way. A watcher marks changed files; a timer (10 per second) drains the marks
-and runs `RunModel.refresh()` in a thread worker, one at a time; the same timer hands what
+and wakes the thread worker that alone calls `RunModel.refresh()`; the same timer hands what
 changed to the widgets, which read the model and redraw within their budget. The model never
 knows a widget.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -102,6 +103,9 @@ class OcmsApp(App[int]):
         self._refreshes = 0
         self._refreshed_at = float("-inf")
         self._failure: str | None = None
+        self._request = (False, FIRST_LOAD_BUDGET)
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
 
     def compose(self) -> ComposeResult:
         yield StatusBar()
@@ -116,10 +120,20 @@ class OcmsApp(App[int]):
     def on_mount(self) -> None:
         if self.watch_enabled:
             self.watcher = open_watcher(self.model.directory, self.poll)
+        self.run_worker(
+            self._follow,
+            name="follow",
+            group="model",
+            thread=True,
+            exclusive=True,
+            exit_on_error=False,
+        )
         self._tick()
         self.set_interval(TICK_SECONDS, self._tick)
 
     def on_unmount(self) -> None:
+        self._stopping.set()
+        self._wake.set()
         if self.watcher is not None:
             self.watcher.stop()
 
@@ -146,27 +160,29 @@ class OcmsApp(App[int]):
         self._pending = False
         self._refreshing = True
         budget = FIRST_LOAD_BUDGET if self._refreshes == 0 or reload else LOAD_BUDGET
-        self.run_worker(
-            lambda: self._refresh_model(reload, budget),
-            name="refresh",
-            group="model",
-            thread=True,
-            exit_on_error=False,
-        )
+        self._request = (reload, budget)
+        self._wake.set()
 
-    def _refresh_model(self, reload: bool, budget: int) -> None:
-        """Runs in a worker thread; the timer never starts a second one while it runs."""
-        try:
-            change = self.model.reload(budget) if reload else self.model.refresh(budget)
-            self._more = change.more
-            self._failure = None
-        except Exception as error:  # a reader bug must not take the dashboard down
-            self._more = False
-            self._failure = f"read error: {type(error).__name__}: {error}"
-        finally:
-            self._refreshes += 1
-            self._refreshed_at = time.monotonic()
-            self._refreshing = False
+    def _follow(self) -> None:
+        """The worker thread, the model's only reader: one refresh per wake-up. One thread
+        for the app's life costs less than a worker per refresh at 10 refreshes a second."""
+        while True:
+            self._wake.wait()
+            if self._stopping.is_set():
+                return
+            self._wake.clear()
+            reload, budget = self._request
+            try:
+                change = self.model.reload(budget) if reload else self.model.refresh(budget)
+                self._more = change.more
+                self._failure = None
+            except Exception as error:  # a reader bug must not take the dashboard down
+                self._more = False
+                self._failure = f"read error: {type(error).__name__}: {error}"
+            finally:
+                self._refreshes += 1
+                self._refreshed_at = time.monotonic()
+                self._refreshing = False
 
     @property
     def idle(self) -> bool:

@@ -71,6 +71,18 @@ def test_m4_bounds_the_output_and_keeps_every_spike() -> None:
     assert x[0] == 0 and x[-1] == 999_999
 
 
+@pytest.mark.parametrize("x_range", [None, (1_000.0, 30_000.0)])
+def test_m4_with_sorted_steps_promised_gives_the_same_points(x_range) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(5)
+    steps = np.sort(rng.integers(0, 50_000, size=40_000))
+    values = rng.normal(size=40_000)
+    values[rng.random(40_000) < 0.3] = np.nan
+    promised = m4(steps, values, 150, x_range=x_range, x_sorted=True)
+    checked = m4(steps, values, 150, x_range=x_range)
+    np.testing.assert_array_equal(promised[0], checked[0])
+    np.testing.assert_array_equal(promised[1], checked[1])
+
+
 def test_m4_edge_cases() -> None:
     empty_x, empty_y = m4(np.array([], dtype=np.int64), np.array([]), 100)
     assert empty_x.size == 0 and empty_y.size == 0
@@ -154,15 +166,15 @@ def _cases() -> dict[str, list[Series]]:
     resumed_steps = np.concatenate([np.arange(0, 12_000), np.arange(9_000, 17_000)])
     return {
         "three series with gaps": [
-            Series(steps, _random_walk(rng, n), series_color(0)),
+            Series(steps, _random_walk(rng, n), series_color(0), steps_sorted=True),
             Series(steps, np.exp(-steps / 20_000.0) + rng.normal(size=n) * 0.02, series_color(1)),
-            Series(steps, sparse, series_color(2)),
+            Series(steps, sparse, series_color(2), steps_sorted=True),
         ],
         "resumed run": [
             Series(resumed_steps, _random_walk(rng, resumed_steps.size), series_color(0)),
         ],
         "positive values": [
-            Series(steps, np.exp(rng.normal(size=n)) * 1e-4, series_color(3)),
+            Series(steps, np.exp(rng.normal(size=n)) * 1e-4, series_color(3), steps_sorted=True),
         ],
     }
 

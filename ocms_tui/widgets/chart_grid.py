@@ -64,6 +64,7 @@ class ChartGrid(VerticalScroll, can_focus=False):
         super().__init__()
         self.message = Static("", id="grid-message", markup=False)
         self.maximised: ChartPanel | None = None
+        self._message_text: Text | None = Text("")
 
     def compose(self):  # type: ignore[no-untyped-def]
         yield self.message
@@ -78,6 +79,9 @@ class ChartGrid(VerticalScroll, can_focus=False):
 
     def show_message(self, text: Text | None) -> None:
         """A centred line instead of charts ("waiting for ...", "loading ..."), or none."""
+        if text == self._message_text:
+            return  # called every tick: touch the screen only on a change
+        self._message_text = text
         self.message.display = text is not None
         if text is not None:
             self.message.update(text)

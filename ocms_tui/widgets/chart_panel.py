@@ -21,8 +21,8 @@ from ocms_tui.widgets.series_table import SeriesRow, SeriesTable, format_step
 # often when its build is expensive: it may spend PLOT_CPU_SHARE of a core on redraws.
 # Keys, resizes and theme changes redraw at once.
 MIN_PLOT_INTERVAL = 1.0
-PLOT_CPU_SHARE = 0.004
-TABLE_INTERVAL = 1.0
+PLOT_CPU_SHARE = 0.002
+TABLE_INTERVAL = 2.0
 
 SMOOTHING_WEIGHTS = (0.0, 0.6, 0.9, 0.99)
 MAX_ZOOM = 12
@@ -79,6 +79,8 @@ class ChartPanel(Vertical, can_focus=True):
         self._table_at = float("-inf")
         self._table_dirty = True
         self._plot_dirty = True
+        self._sorted_for: tuple[int, int] | None = None
+        self._steps_sorted = False
         self.border_title = safe_text(chart.name)
 
     def compose(self) -> ComposeResult:
@@ -143,6 +145,10 @@ class ChartPanel(Vertical, can_focus=True):
     def _series_for_plot(self) -> tuple[list[Series], bool, tuple[float, float] | None]:
         chart = self.chart
         steps = chart.steps()
+        if self._sorted_for != (chart.version, steps.size):
+            # One pass per data version, saving one per series and draw.
+            self._sorted_for = (chart.version, steps.size)
+            self._steps_sorted = bool(np.all(steps[1:] >= steps[:-1]))
         series = []
         for index in range(len(chart.y_axis)):
             if index in self.view.hidden:
@@ -151,7 +157,9 @@ class ChartPanel(Vertical, can_focus=True):
             # steps() and values() are two reads of a growing store: use their common rows.
             rows = min(len(steps), len(values))
             shown = view_values(values[:rows], self.shared.smoothing, self.view.log_y)
-            series.append(Series(steps[:rows], shown, series_color(index)))
+            series.append(
+                Series(steps[:rows], shown, series_color(index), steps_sorted=self._steps_sorted)
+            )
         return series, self.view.log_y, self._x_range(steps)
 
     def _x_range(self, steps: np.ndarray) -> tuple[float, float] | None:

@@ -49,6 +49,10 @@ class SeriesTable(Static):
         self._shown: tuple[tuple[SeriesRow, ...], int | None, int] | None = None
 
     def show(self, rows: Sequence[SeriesRow], last_step: int | None) -> None:
+        if len(rows) != len(self._rows) or self.styles.height is None:
+            # One line per series plus the header: fixed, so that new numbers repaint this
+            # table only instead of laying the whole screen out again.
+            self.styles.height = len(rows) + 1
         self._rows, self._last_step = tuple(rows), last_step
         self._render_table()
 
@@ -61,7 +65,7 @@ class SeriesTable(Static):
         if state == self._shown:
             return
         self._shown = state
-        self.update(_table(self._rows, self._last_step, width))
+        self.update(_table(self._rows, self._last_step, width), layout=False)
 
 
 def _table(rows: Sequence[SeriesRow], last_step: int | None, width: int) -> Table:
