@@ -5,7 +5,9 @@ No Textual here: the dashboard, the checker and the benchmarks all use this clas
 
 from __future__ import annotations
 
+import ctypes
 import errno
+import functools
 import os
 import stat
 import time
@@ -26,7 +28,8 @@ from ocms_tui.parse import (
 )
 from ocms_tui.problems import Problem, ProblemCollector, Rule
 
-READ_BLOCK_BYTES = 16 * 1024 * 1024
+# Big enough that polars' per-call cost vanishes, small enough to keep the peak of a load low.
+READ_BLOCK_BYTES = 8 * 1024 * 1024
 # No legitimate row is anywhere near this long; past it the line is skipped unread.
 MAX_LINE_BYTES = 1024 * 1024
 _FINGERPRINT_BYTES = 64
@@ -99,6 +102,27 @@ def _up_to_last_newline(descriptor: int, offset: int, length: int) -> int:
     probe = os.pread(descriptor, offset + length - probe_start, probe_start)
     newline = probe.rfind(b"\n")
     return length if newline < 0 else probe_start + newline + 1 - offset
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's malloc_trim, or None on other C libraries."""
+    try:
+        return ctypes.CDLL(None).malloc_trim  # type: ignore[no-any-return]
+    except (OSError, AttributeError):
+        return None
+
+
+def _give_back_freed_blocks() -> None:
+    """Return the freed read blocks to the OS after a large read.
+
+    glibc keeps freed memory at the top of its heap for reuse, up to twice the largest
+    block, so a dashboard that loaded a big run once would hold a block's worth of memory
+    for nothing while it only follows small appends.
+    """
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
 class CsvFollower:
@@ -261,6 +285,7 @@ class CsvFollower:
         """
         end = size if budget_bytes is None else min(size, self.offset + budget_bytes)
         self._partial = False
+        start = self.offset
         ready = _NO_ROWS  # parsed, not handed over yet
         try:
             while (complete := self._next_block(descriptor, size, end)) is not None:
@@ -279,6 +304,8 @@ class CsvFollower:
             # the offset has moved past them.
             if ready.rows:
                 on_rows(ready)
+        if self.offset - start >= READ_BLOCK_BYTES:
+            _give_back_freed_blocks()
         return end < size
 
     def _next_block(self, descriptor: int, size: int, end: int) -> bytes | None:

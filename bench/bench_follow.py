@@ -1,0 +1,180 @@
+"""Figures 6 and 7: following a live run.
+
+6. `RunModel.refresh()` after 10 rows were appended, on a 1,000-row and a 1,000,000-row chart:
+   the cost must not depend on the file's size.
+7. Write-to-screen latency in the real dashboard (`OcmsApp`, headless): from the moment the
+   recorder's `log()` starts writing a row to the moment that row's step is in the
+   dashboard's model. Rows come at random intervals (so they cannot line up with the app's
+   timer), through inotify and through `--poll 1`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import statistics
+import threading
+import time
+from pathlib import Path
+
+from common import Row, Sizes, make_row, seconds
+from data import LOSS_CHART, Workspace, chart_rows, format_rows
+from ocms_recorder import OcmsRecorder, chart_file_name
+
+from ocms_tui.demo import DemoCurves
+from ocms_tui.model import RunModel
+
+APPENDED_ROWS = 10
+WARM_UP_SECONDS = 2.0
+
+
+def _percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+class _Follower:
+    """A loaded one-chart model plus a writer appending rows as the recorder formats them."""
+
+    def __init__(self, directory: Path, rows: int) -> None:
+        self.path = directory / chart_file_name(LOSS_CHART[0])
+        self.model = RunModel(directory)
+        self.model.refresh()
+        self.next_step = rows
+        self.samples: list[float] = []
+
+    def append_and_refresh(self) -> None:
+        rows = chart_rows(0, APPENDED_ROWS, seed=self.next_step, first_step=self.next_step)
+        with self.path.open("ab") as handle:
+            handle.write(format_rows(rows))
+        before = self.model.charts[0].rows
+        start = time.perf_counter()
+        change = self.model.refresh()
+        self.samples.append(time.perf_counter() - start)
+        if self.model.charts[0].rows != before + APPENDED_ROWS or not change.charts:
+            raise AssertionError("refresh() did not pick up the appended rows")
+        self.next_step += APPENDED_ROWS
+
+
+def figure_incremental(sizes: Sizes, workspace: Workspace) -> Row:
+    small = _Follower(
+        workspace.copy(workspace.run(sizes.small_rows, 1), "follow-small"), sizes.small_rows
+    )
+    big = _Follower(workspace.copy(workspace.run(sizes.rows, 1), "follow-big"), sizes.rows)
+    updates = 20 if sizes.is_tiny else 300
+    for _ in range(updates):
+        small.append_and_refresh()
+        big.append_and_refresh()
+    small_time, big_time = statistics.median(small.samples), statistics.median(big.samples)
+    ratio = big_time / small_time
+    return make_row(
+        f"refresh() after {APPENDED_ROWS} appended rows: {sizes.rows:,}-row chart"
+        f" vs {sizes.small_rows:,}-row chart",
+        seconds(big_time),
+        seconds(small_time),
+        ratio,
+        "<= 1.2 and < 1 ms",
+        ratio <= 1.2 and big_time < 1e-3,
+        f"medians of {updates} alternating updates; p90 {seconds(_percentile(big.samples, 0.9))}"
+        f" vs {seconds(_percentile(small.samples, 0.9))}",
+    )
+
+
+class _Writer(threading.Thread):
+    """Logs one step at a time through the real recorder, at random intervals."""
+
+    def __init__(self, directory: Path, first_step: int, count: int, spacing: float) -> None:
+        super().__init__(name="bench-writer", daemon=True)
+        self.directory = directory
+        self.first_step = first_step
+        self.count = count
+        self.spacing = spacing
+        self.started_at: dict[int, float] = {}
+        self.failure: BaseException | None = None
+
+    def run(self) -> None:
+        curves = DemoCurves(steps=self.first_step + self.count, seed=1)
+        jitter = random.Random(7)
+        try:
+            with OcmsRecorder(log_dir=str(self.directory)) as recorder:
+                for step in range(self.first_step, self.first_step + self.count):
+                    time.sleep(self.spacing * jitter.uniform(0.5, 1.5))
+                    metrics = curves.metrics(step)
+                    self.started_at[step] = time.perf_counter()
+                    recorder.log(step=step, metrics=metrics)
+        except BaseException as error:  # reported by the benchmark, not lost in a thread
+            self.failure = error
+
+
+def backfill(directory: Path, steps: int) -> None:
+    curves = DemoCurves(steps=steps, seed=1)
+    with OcmsRecorder(log_dir=str(directory)) as recorder:
+        for step in range(steps):
+            recorder.log(step=step, metrics=curves.metrics(step))
+
+
+async def _dashboard_latencies(directory: Path, poll: float | None, samples: int) -> list[float]:
+    from ocms_tui.app import OcmsApp
+
+    first_step = 1_000
+    app = OcmsApp(directory, poll=poll)
+    app.animation_level = "none"
+    latencies: list[float] = []
+    async with app.run_test(size=(160, 48)):
+        await app.settle()
+        # Let the first full draw of every chart finish: this figure is about following.
+        await asyncio.sleep(WARM_UP_SECONDS)
+        spacing = 0.1 if poll is None else max(0.2, poll / 3)
+        writer = _Writer(directory, first_step, samples, spacing)
+        writer.start()
+        seen = first_step - 1
+        deadline = time.monotonic() + samples * spacing * 2 + 30
+        while seen < first_step + samples - 1 and time.monotonic() < deadline:
+            await asyncio.sleep(0.001)
+            loss = next((chart for chart in app.model.charts if chart.name == "loss"), None)
+            last = -1 if loss is None or loss.last_step is None else loss.last_step
+            now = time.perf_counter()
+            for step in range(seen + 1, last + 1):
+                latencies.append(now - writer.started_at[step])
+            seen = max(seen, last)
+        writer.join(timeout=10)
+        if writer.failure is not None:
+            raise writer.failure
+    if len(latencies) != samples:
+        raise AssertionError(f"saw {len(latencies)} of {samples} rows in the dashboard's model")
+    return latencies
+
+
+def figure_latency(sizes: Sizes, workspace: Workspace) -> list[Row]:
+    results: dict[str, list[float]] = {}
+    for label, poll in (("inotify", None), ("--poll 1", 1.0)):
+        directory = workspace.scratch(f"latency-{'poll' if poll else 'inotify'}")
+        backfill(directory, 1_000)
+        results[label] = asyncio.run(_dashboard_latencies(directory, poll, sizes.latency_samples))
+    inotify, polling = results["inotify"], results["--poll 1"]
+    p50, p99 = _percentile(inotify, 0.5), _percentile(inotify, 0.99)
+    poll_p50, poll_p99 = _percentile(polling, 0.5), _percentile(polling, 0.99)
+    return [
+        make_row(
+            "write-to-screen latency p50 (recorder log() -> dashboard model), inotify vs --poll 1",
+            seconds(p50),
+            seconds(poll_p50),
+            p50 / poll_p50,
+            "p50 < 100 ms",
+            p50 < 0.1,
+            f"{len(inotify)} rows each at random intervals; the app drains events every 100 ms",
+        ),
+        make_row(
+            "write-to-screen latency p99, inotify vs --poll 1",
+            seconds(p99),
+            seconds(poll_p99),
+            p99 / poll_p99,
+            "p99 < 300 ms",
+            p99 < 0.3,
+            f"max {seconds(max(inotify))} with inotify, {seconds(max(polling))} polling",
+        ),
+    ]
+
+
+def run(sizes: Sizes, workspace: Workspace) -> list[Row]:
+    return [figure_incremental(sizes, workspace), *figure_latency(sizes, workspace)]
