@@ -60,8 +60,20 @@ class ReadResult:
 
 
 def resolve_inside(directory: Path, name: str) -> tuple[Path | None, FileState]:
-    """The real path of `name` in `directory`, unless a symlink leads outside it."""
+    """The path of `name` in `directory`, unless a symlink leads outside it.
+
+    Runs on every refresh of every chart, so the usual case (a plain name that is not a
+    symlink) costs one lstat; a symlink has its real path checked.
+    """
     candidate = directory / name
+    if name not in ("", ".", "..") and os.sep not in name:
+        try:
+            if not stat.S_ISLNK(os.lstat(candidate).st_mode):
+                return candidate, FileState.OK
+        except FileNotFoundError:
+            return None, FileState.MISSING
+        except OSError:
+            return None, FileState.UNREADABLE
     try:
         real = Path(os.path.realpath(candidate, strict=True))
     except FileNotFoundError:

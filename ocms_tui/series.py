@@ -10,6 +10,8 @@ import numpy as np
 from ocms_tui.parse import ParsedRows
 
 _GROWTH = 1.5
+# Up to this many values per append, running stats are cheaper in plain Python.
+_FEW_VALUES = 16
 
 
 class GrowableArray:
@@ -57,6 +59,8 @@ class SeriesStats:
     def updated(self, steps: np.ndarray, values: np.ndarray) -> SeriesStats:
         if not len(values):
             return self
+        if len(values) <= _FEW_VALUES:
+            return self._updated_few(steps, values.tolist())
         # Two reductions answer everything for a series without gaps (the common case):
         # min() and max() are NaN exactly when the chunk has a gap.
         low, high = float(values.min()), float(values.max())
@@ -68,15 +72,38 @@ class SeriesStats:
                 return self
             last -= int(np.argmin(gaps[::-1]))  # the last position that is not a gap
             low, high = float(np.fmin.reduce(values)), float(np.fmax.reduce(values))
+        bounds: tuple[float, float] | None = (low, high)
         if not (math.isfinite(low) and math.isfinite(high)):  # inf is a value, not a bound
             finite = values[np.isfinite(values)]
-            low, high = (float(finite.min()), float(finite.max())) if len(finite) else (None, None)
+            bounds = (float(finite.min()), float(finite.max())) if len(finite) else None
         minimum, maximum = self.minimum, self.maximum
-        if low is not None and high is not None:
-            minimum = low if minimum is None else min(minimum, low)
-            maximum = high if maximum is None else max(maximum, high)
+        if bounds is not None:
+            minimum = bounds[0] if minimum is None else min(minimum, bounds[0])
+            maximum = bounds[1] if maximum is None else max(maximum, bounds[1])
         return SeriesStats(
             latest=float(values[last]),
+            latest_step=int(steps[last]),
+            minimum=minimum,
+            maximum=maximum,
+            count=self.count + present,
+        )
+
+    def _updated_few(self, steps: np.ndarray, values: list[float]) -> SeriesStats:
+        """The same as `updated`, in plain Python: a live run appends a row or two at a
+        time, and numpy's per-call cost would dwarf the work."""
+        last, present = -1, 0
+        minimum, maximum = self.minimum, self.maximum
+        for index, value in enumerate(values):
+            if value != value:  # NaN: a gap
+                continue
+            last, present = index, present + 1
+            if math.isfinite(value):
+                minimum = value if minimum is None else min(minimum, value)
+                maximum = value if maximum is None else max(maximum, value)
+        if not present:
+            return self
+        return SeriesStats(
+            latest=values[last],
             latest_step=int(steps[last]),
             minimum=minimum,
             maximum=maximum,
