@@ -6,12 +6,11 @@ so each pays for its interpreter and imports: the comparison is command against 
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 from baselines import command
-from common import Row, Sizes, interleaved, make_row, seconds
+from common import Row, Sizes, interleaved, make_row, ocms_tui_command, seconds
 from data import LOSS_CHART, RUN_CHARTS, Workspace
 from ocms_recorder import chart_file_name
 
@@ -20,13 +19,6 @@ from ocms_tui.reader import CsvFollower
 
 SERIES = 4
 BAD_VALUE = b"oops"
-
-
-def check_command(directory: Path) -> list[str]:
-    executable = shutil.which("ocms-tui")
-    if executable is None:
-        raise RuntimeError("ocms-tui is not on PATH: install the project (pip install -e .)")
-    return [executable, "--check", str(directory)]
 
 
 def run_command(argv: list[str], expected_exit: int) -> str:
@@ -60,14 +52,15 @@ def exact_lines_used(directory: Path, file_name: str, y_axis: tuple[str, ...]) -
 def figure_clean(sizes: Sizes, workspace: Workspace) -> Row:
     directory = workspace.run(sizes.rows)
     files = [directory / chart_file_name(name) for name, _ in RUN_CHARTS]
-    ours_argv = check_command(directory)
+    ours_argv = ocms_tui_command("--check", str(directory))
     polars_argv = command("polars", SERIES, files)
     timings = interleaved(
         {
             "ours": lambda: run_command(ours_argv, 0),
             "polars": lambda: run_command(polars_argv, 0),
         },
-        sizes.rounds,
+        sizes.process_rounds,
+        warmup=False,  # the run was just written: it is in the page cache already
     )
     ours, theirs = timings["ours"].median, timings["polars"].median
     return make_row(
@@ -86,7 +79,7 @@ def figure_one_bad_row(sizes: Sizes, workspace: Workspace) -> Row:
     directory = workspace.copy(workspace.run(sizes.rows), "one-bad-row")
     loss_file = chart_file_name(LOSS_CHART[0])
     bad_line = break_one_row(directory / loss_file)
-    ours_argv = check_command(directory)
+    ours_argv = ocms_tui_command("--check", str(directory))
     naive_argv = command("csv-reader", SERIES, [directory / loss_file])
 
     def check_finds_the_row() -> None:
@@ -97,6 +90,7 @@ def figure_one_bad_row(sizes: Sizes, workspace: Workspace) -> Row:
     timings = interleaved(
         {"ours": check_finds_the_row, "csv.reader": lambda: run_command(naive_argv, 0)},
         sizes.slow_rounds,
+        warmup=False,  # the file was just written: it is in the page cache already
     )
     exact, lines = exact_lines_used(directory, loss_file, LOSS_CHART[1])
     elsewhere = sum(

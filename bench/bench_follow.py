@@ -113,7 +113,9 @@ def backfill(directory: Path, steps: int) -> None:
             recorder.log(step=step, metrics=curves.metrics(step))
 
 
-async def _dashboard_latencies(directory: Path, poll: float | None, samples: int) -> list[float]:
+async def _dashboard_latencies(
+    directory: Path, poll: float | None, samples: int, warm_up: float
+) -> list[float]:
     from ocms_tui.app import OcmsApp
 
     first_step = 1_000
@@ -123,7 +125,7 @@ async def _dashboard_latencies(directory: Path, poll: float | None, samples: int
     async with app.run_test(size=(160, 48)):
         await app.settle()
         # Let the first full draw of every chart finish: this figure is about following.
-        await asyncio.sleep(WARM_UP_SECONDS)
+        await asyncio.sleep(warm_up)
         spacing = 0.1 if poll is None else max(0.2, poll / 3)
         writer = _Writer(directory, first_step, samples, spacing)
         writer.start()
@@ -150,7 +152,9 @@ def figure_latency(sizes: Sizes, workspace: Workspace) -> list[Row]:
     for label, poll in (("inotify", None), ("--poll 1", 1.0)):
         directory = workspace.scratch(f"latency-{'poll' if poll else 'inotify'}")
         backfill(directory, 1_000)
-        results[label] = asyncio.run(_dashboard_latencies(directory, poll, sizes.latency_samples))
+        warm_up = 0.5 if sizes.is_tiny else WARM_UP_SECONDS
+        latencies = _dashboard_latencies(directory, poll, sizes.latency_samples, warm_up)
+        results[label] = asyncio.run(latencies)
     inotify, polling = results["inotify"], results["--poll 1"]
     p50, p99 = _percentile(inotify, 0.5), _percentile(inotify, 0.99)
     poll_p50, poll_p99 = _percentile(polling, 0.5), _percentile(polling, 0.99)

@@ -39,7 +39,9 @@ def figure_cold_load(sizes: Sizes, workspace: Workspace) -> list[Row]:
         },
         sizes.rounds,
     )
-    naive = interleaved({"csv.reader": lambda: csv_reader_load(path, SERIES)}, sizes.slow_rounds)
+    naive = interleaved(
+        {"csv.reader": lambda: csv_reader_load(path, SERIES)}, sizes.slow_rounds, warmup=False
+    )
     ours = timings["ours"].median
     polars_time = timings["polars"].median
     naive_time = naive["csv.reader"].median
@@ -86,7 +88,9 @@ def figure_tensorboard(sizes: Sizes, workspace: Workspace) -> list[Row]:
             raise AssertionError(f"TensorBoard loaded {loaded} scalars, expected {scalars}")
 
     ours = interleaved({"ours": lambda: cold_load(directory, steps)}, sizes.rounds)["ours"].median
-    theirs = interleaved({"tensorboard": tensorboard_load}, sizes.slow_rounds)["tensorboard"].median
+    theirs = interleaved({"tensorboard": tensorboard_load}, sizes.slow_rounds, warmup=False)[
+        "tensorboard"
+    ].median
     return [
         make_row(
             f"cold load, {steps:,} steps x {SERIES} series ({scalars:,} scalars) vs TensorBoard"

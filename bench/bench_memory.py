@@ -11,8 +11,8 @@ Definitions (Linux /proc):
 - peak = the kernel's RSS high-water mark during the load (reset just before it through
   /proc/self/clear_refs) - the same starting RSS; peak / growth must stay under 3.
 
-Run alone: `python bench/bench_memory.py --child DIR WARM_UP_DIR ROWS SERIES` prints the
-raw numbers.
+Run alone: `python bench/bench_memory.py --child DIR WARM_UP_DIR ROWS SERIES QUIET_S` prints
+the raw numbers.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from data import LOSS_CHART, Workspace
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 _SETTLED_BYTES = 512 * 1024
+QUIET_SECONDS = 2.0  # polars' allocator hands pages back in steps about a second apart
 
 
 def _resident_bytes() -> int:
@@ -55,7 +56,7 @@ def _peak_bytes() -> int:
     raise RuntimeError("no VmHWM in /proc/self/status")
 
 
-def _settled_resident_bytes(quiet_seconds: float = 2.0, limit_seconds: float = 12.0) -> int:
+def _settled_resident_bytes(quiet_seconds: float, limit_seconds: float = 12.0) -> int:
     """RSS once it has not fallen for `quiet_seconds` (freed memory handed back).
 
     polars' allocator returns pages in steps, about a second after a parse and then
@@ -75,18 +76,18 @@ def _settled_resident_bytes(quiet_seconds: float = 2.0, limit_seconds: float = 1
 
 
 def measure_in_this_process(
-    directory: Path, warm_up: Path, rows: int, series: int
+    directory: Path, warm_up: Path, rows: int, series: int, quiet_seconds: float
 ) -> dict[str, int | bool]:
     from ocms_tui.model import RunModel
 
-    cold = _settled_resident_bytes()
+    cold = _settled_resident_bytes(quiet_seconds)
     RunModel(warm_up).refresh()
     model = RunModel(directory)
-    before = _settled_resident_bytes()
+    before = _settled_resident_bytes(quiet_seconds)
     peak_was_reset = _reset_peak()
     model.refresh()
     peak = _peak_bytes()
-    after = _settled_resident_bytes()
+    after = _settled_resident_bytes(quiet_seconds)
     chart = model.charts[0]
     if chart.rows != rows or len(chart.y_axis) != series:
         raise AssertionError(f"loaded {chart.rows} rows of {len(chart.y_axis)} series")
@@ -105,8 +106,9 @@ def figure_memory(sizes: Sizes, workspace: Workspace) -> Row:
     directory = workspace.run(sizes.rows, charts=1)
     warm_up = workspace.run(sizes.small_rows, charts=1)
     argv = [sys.executable, __file__, "--child", str(directory), str(warm_up)]
+    quiet_seconds = 0.5 if sizes.is_tiny else QUIET_SECONDS
     child = subprocess.run(
-        [*argv, str(sizes.rows), str(series)],
+        [*argv, str(sizes.rows), str(series), str(quiet_seconds)],
         capture_output=True,
         text=True,
         check=True,
@@ -142,8 +144,8 @@ def run(sizes: Sizes, workspace: Workspace) -> list[Row]:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] != ["--child"] or len(sys.argv) != 6:
-        raise SystemExit("usage: bench_memory.py --child DIR WARM_UP_DIR ROWS SERIES")
+    if sys.argv[1:2] != ["--child"] or len(sys.argv) != 7:
+        raise SystemExit("usage: bench_memory.py --child DIR WARM_UP_DIR ROWS SERIES QUIET_S")
     directory, warm_up = Path(sys.argv[2]), Path(sys.argv[3])
-    rows, series = int(sys.argv[4]), int(sys.argv[5])
-    print(json.dumps(measure_in_this_process(directory, warm_up, rows, series)))
+    rows, series, quiet = int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6])
+    print(json.dumps(measure_in_this_process(directory, warm_up, rows, series, quiet)))

@@ -11,10 +11,12 @@ import datetime
 import os
 import platform
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 # The libraries whose versions decide the figures; printed with every table.
@@ -45,6 +47,7 @@ class Sizes:
     tensorboard_steps: int
     rounds: int  # timing rounds for fast candidates
     slow_rounds: int  # timing rounds when a candidate takes seconds (pure-Python baselines)
+    process_rounds: int  # timing rounds of whole commands (a fresh process each)
     latency_samples: int  # rows timed per watcher kind in the latency figure
     idle_seconds: float  # how long the idle-CPU figure follows a live run
     first_paint_rounds: int
@@ -54,9 +57,9 @@ class Sizes:
         return self.name == "tiny"
 
 
-FULL = Sizes("full", 1_000_000, 1_000, 100_000, 7, 3, 100, 60.0, 3)
-QUICK = Sizes("quick", 1_000_000, 1_000, 20_000, 5, 2, 30, 30.0, 2)
-TINY = Sizes("tiny", 20_000, 1_000, 500, 2, 1, 3, 2.0, 1)
+FULL = Sizes("full", 1_000_000, 1_000, 100_000, 9, 3, 5, 100, 60.0, 3)
+QUICK = Sizes("quick", 1_000_000, 1_000, 10_000, 5, 1, 2, 20, 30.0, 2)
+TINY = Sizes("tiny", 20_000, 1_000, 500, 2, 1, 1, 3, 2.0, 1)
 
 
 @dataclass(frozen=True)
@@ -160,3 +163,20 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown CPU"
+
+
+def ocms_tui_command(*arguments: str) -> list[str]:
+    """The installed `ocms-tui` command (the console script beside this interpreter), or the
+    same entry point through `python -m ocms_tui` when the script is not there."""
+    script = Path(sys.executable).with_name("ocms-tui")
+    if script.exists():
+        return [str(script), *arguments]
+    return [sys.executable, "-m", "ocms_tui", *arguments]
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat_file:
+        fields = stat_file.read().rsplit(")", 1)[1].split()
+    # After the command name: state is field 3 of stat(5), utime and stime fields 14 and 15.
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -1,0 +1,257 @@
+"""Figures 8, 9 and 11: the dashboard's drawing, first paint and idle CPU.
+
+8. Chart build: the 6 charts of a run, 4 series each, built by the dashboard's own builder
+   (`ChartCanvas`: M4 to the canvas width, then plotext, then Rich's ANSI parsing, as
+   ChartPlot does) at the plot sizes the app lays out on a 160x48 terminal, for 1,000,000 and
+   for 1,000 rows per chart.
+9. First paint: from the start of the app (`OcmsApp` created and run headless with Textual's
+   `run_test` at 160x48) to the moment every chart panel has rendered its plot with rows in
+   it. The app shows charts after reading the first megabyte of each CSV and loads the rest
+   while it is on screen; the note gives the time until everything is loaded as well.
+11. Idle CPU: the real `ocms-tui DIR` in a pseudo-terminal (160x48) following a run that the
+   recorder writes at 10 rows/s; CPU time of the dashboard process over the window, against
+   one core.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import struct
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from common import Row, Sizes, interleaved, make_row, ocms_tui_command, process_cpu_seconds, seconds
+from data import Workspace
+from rich.text import Text
+from textual_plotext.plot import Plot
+
+from ocms_tui.demo import DemoTraining
+from ocms_tui.model import ChartData, RunModel
+from ocms_tui.widgets.chart_plot import ChartPlot
+from ocms_tui.widgets.plotting import ChartCanvas, PlotRequest, Series, series_color
+
+TERMINAL = (160, 48)
+
+
+def plot_sizes(directory: Path) -> list[tuple[int, int]]:
+    """The plot area of every chart panel when the app shows `directory` at 160x48."""
+    from ocms_tui.app import OcmsApp
+
+    async def measure() -> list[tuple[int, int]]:
+        app = OcmsApp(directory, watch=False)
+        app.animation_level = "none"
+        async with app.run_test(size=TERMINAL) as pilot:
+            await app.settle()
+            await pilot.pause()
+            return [(panel.plot.size.width, panel.plot.size.height) for panel in app.grid.panels]
+
+    return asyncio.run(measure())
+
+
+class _ChartBuilder:
+    """One chart's canvas, kept across builds as the panel keeps its plot."""
+
+    def __init__(self, chart: ChartData, size: tuple[int, int]) -> None:
+        self.chart = chart
+        self.request = PlotRequest(*size)
+        self.canvas = ChartCanvas(Plot())
+
+    def build(self) -> Text:
+        chart = self.chart
+        steps = chart.steps()
+        series = [
+            Series(steps, chart.values(index), series_color(index), steps_sorted=True)
+            for index in range(len(chart.y_axis))
+        ]
+        built = self.canvas.build(series, self.request)
+        if built is None:
+            raise AssertionError(f"chart {chart.name} drew nothing")
+        return Text.from_ansi(built, no_wrap=True)
+
+
+def figure_chart_build(sizes: Sizes, workspace: Workspace) -> Row:
+    small_run, big_run = workspace.run(sizes.small_rows), workspace.run(sizes.rows)
+    panel_sizes = plot_sizes(small_run)
+    builders: dict[str, list[_ChartBuilder]] = {}
+    for label, directory in (("big", big_run), ("small", small_run)):
+        model = RunModel(directory)
+        model.refresh()
+        builders[label] = [
+            _ChartBuilder(chart, size)
+            for chart, size in zip(model.charts, panel_sizes, strict=True)
+        ]
+
+    def build_all(label: str) -> None:
+        for builder in builders[label]:
+            builder.build()
+
+    timings = interleaved(
+        {"big": lambda: build_all("big"), "small": lambda: build_all("small")}, sizes.rounds
+    )
+    big, small = timings["big"].median, timings["small"].median
+    drawn = sum(builder.canvas.points_drawn for builder in builders["big"])
+    stored = sum(4 * builder.chart.rows for builder in builders["big"])
+    width, height = panel_sizes[0]
+    return make_row(
+        f"chart build, 6 charts x 4 series at {TERMINAL[0]}x{TERMINAL[1]} (plots {width}x{height}):"
+        f" {sizes.rows:,} vs {sizes.small_rows:,} points per series",
+        seconds(big),
+        seconds(small),
+        big / small,
+        "< 1.5",
+        big / small < 1.5,
+        f"M4 handed plotext {drawn:,} of {stored:,} points; both rebuilt with warm canvases",
+    )
+
+
+def _shows_rows(plot: ChartPlot) -> bool:
+    """The plot has been drawn, and with rows (not its "no rows yet" text).
+
+    `render()` of a plot that is not stale hands back what was drawn, without building.
+    """
+    if not plot.builds or plot.is_stale:
+        return False
+    drawn = plot.render()
+    return isinstance(drawn, Text) and drawn.plain != plot.empty_text
+
+
+async def _first_paint(directory: Path) -> tuple[float, float]:
+    """(seconds to the first paint with rows in every chart, seconds until fully loaded)."""
+    from ocms_tui.app import OcmsApp
+
+    started = time.perf_counter()
+    app = OcmsApp(directory)
+    app.animation_level = "none"
+    first_paint = None
+    async with app.run_test(size=TERMINAL):
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            panels = app.grid.panels
+            if (
+                first_paint is None
+                and len(panels) == len(app.model.charts) > 0
+                and all(_shows_rows(panel.plot) for panel in panels)
+            ):
+                first_paint = time.perf_counter() - started
+            if first_paint is not None and app.idle:
+                return first_paint, time.perf_counter() - started
+            await asyncio.sleep(0.002)
+    raise AssertionError(f"the dashboard did not paint {directory} within two minutes")
+
+
+def figure_first_paint(sizes: Sizes, workspace: Workspace) -> Row:
+    small_run, big_run = workspace.run(sizes.small_rows), workspace.run(sizes.rows)
+    loaded: dict[str, list[float]] = {"big": [], "small": []}
+
+    def paint(label: str, directory: Path) -> float:
+        first_paint, full = asyncio.run(_first_paint(directory))
+        loaded[label].append(full)
+        return first_paint
+
+    samples: dict[str, list[float]] = {"big": [], "small": []}
+    for _ in range(sizes.first_paint_rounds):
+        samples["small"].append(paint("small", small_run))
+        samples["big"].append(paint("big", big_run))
+    big, small = (
+        sorted(samples["big"])[len(samples["big"]) // 2],
+        sorted(samples["small"])[len(samples["small"]) // 2],
+    )
+    full = sorted(loaded["big"])[len(loaded["big"]) // 2]
+    return make_row(
+        f"time to first paint, 6 charts x {sizes.rows:,} rows vs 6 x {sizes.small_rows:,} rows"
+        f" ({TERMINAL[0]}x{TERMINAL[1]}, headless)",
+        seconds(big),
+        seconds(small),
+        big / small,
+        "< 3",
+        big / small < 3,
+        f"first paint = every panel's plot rendered with rows; all {6 * sizes.rows:,} rows"
+        f" loaded after {seconds(full)}; medians of {sizes.first_paint_rounds}",
+    )
+
+
+class _TerminalDrain(threading.Thread):
+    """Reads what the dashboard writes to its terminal, as a terminal would."""
+
+    def __init__(self, master: int) -> None:
+        super().__init__(name="bench-pty-drain", daemon=True)
+        self.master = master
+        self.bytes_read = 0
+
+    def run(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.master, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            self.bytes_read += len(chunk)
+
+
+def figure_idle_cpu(sizes: Sizes, workspace: Workspace) -> Row:
+    import fcntl
+    import termios
+
+    directory = workspace.scratch("idle-cpu")
+    window = sizes.idle_seconds
+    warm_up = 1.0 if sizes.is_tiny else 6.0
+    training = DemoTraining(directory, steps=10**7, rate_hz=10.0, backfill=1_000)
+    training.start()
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", TERMINAL[1], TERMINAL[0], 0, 0))
+    environment = {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor"}
+    dashboard = subprocess.Popen(
+        ocms_tui_command(str(directory)),
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=environment,
+        start_new_session=True,
+    )
+    os.close(slave)
+    drain = _TerminalDrain(master)
+    drain.start()
+    try:
+        time.sleep(warm_up)
+        if dashboard.poll() is not None:
+            raise AssertionError(f"the dashboard exited early with {dashboard.returncode}")
+        written_before, shown_before = training.steps_written, drain.bytes_read
+        cpu_before, wall_before = process_cpu_seconds(dashboard.pid), time.monotonic()
+        time.sleep(window)
+        cpu = process_cpu_seconds(dashboard.pid) - cpu_before
+        wall = time.monotonic() - wall_before
+        rows = training.steps_written - written_before
+        shown = drain.bytes_read - shown_before
+    finally:
+        os.write(master, b"q")
+        try:
+            dashboard.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            dashboard.terminate()
+            dashboard.wait(timeout=10)
+        training.stop()
+        os.close(master)
+    share = cpu / wall
+    return make_row(
+        f"idle CPU of `ocms-tui DIR` ({TERMINAL[0]}x{TERMINAL[1]} pty) following a run"
+        f" writing 10 rows/s, over {window:.0f} s",
+        f"{share:.2%} of a core",
+        "1 core",
+        share,
+        "< 0.03",
+        share < 0.03,
+        f"{cpu:.2f} s CPU in {wall:.0f} s while {rows} steps were logged to 6 charts;"
+        f" the dashboard wrote {shown / 1e3:.0f} kB to its terminal meanwhile",
+    )
+
+
+def run(sizes: Sizes, workspace: Workspace) -> list[Row]:
+    return [
+        figure_chart_build(sizes, workspace),
+        figure_first_paint(sizes, workspace),
+        figure_idle_cpu(sizes, workspace),
+    ]

@@ -1,0 +1,55 @@
+"""The benchmark harness runs end to end and prints its whole table.
+
+Tiny sizes: the figures mean nothing here, only that every benchmark still runs against the
+current code (a broken benchmark would otherwise surface only when someone regenerates the
+README's table). Not a timed test.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from importlib.util import find_spec
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent.parent / "bench" / "run.py"
+FIGURE_ROWS = 14  # figures 1-11 of the benchmark issue; some have two baselines
+HEADER = ("figure", "ours", "baseline", "ratio", "target", "met", "note")
+
+
+def test_every_benchmark_runs_and_the_table_is_printed(tmp_path: Path) -> None:
+    markdown = tmp_path / "performance.md"
+    finished = subprocess.run(
+        [sys.executable, str(BENCH), "--tiny", "--markdown", str(markdown)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    lines = finished.stdout.splitlines()
+    facts = dict(line.split(": ", 1) for line in lines[: lines.index("")])
+    assert {"date", "machine", "python", "libraries"} <= facts.keys()
+    assert "polars" in facts["libraries"] and "numpy" in facts["libraries"]
+
+    header = next(index for index, line in enumerate(lines) if line.split() == list(HEADER))
+    rows = [line for line in lines[header + 2 :] if line.strip()]
+    report = "\n".join(rows)
+    assert not any("failed:" in row for row in rows), report
+    # A measured row has a verdict; the others can only be the TensorBoard baselines when
+    # the `bench` extra is not installed, and then they say how to install it.
+    measured = [row for row in rows if " yes " in row or " NO " in row]
+    unmeasured = [row for row in rows if row not in measured]
+    if not _missing_extras():
+        assert len(rows) == len(measured) == FIGURE_ROWS, report
+    else:
+        assert unmeasured and all("ocms-tui[bench]" in row for row in unmeasured), report
+        assert len(measured) >= FIGURE_ROWS - 4, report
+
+    table = markdown.read_text(encoding="utf-8").splitlines()
+    assert "| " + " | ".join(HEADER) + " |" in table
+    assert sum(line.startswith("| ") for line in table) == len(rows) + 1
+
+
+def _missing_extras() -> list[str]:
+    return [name for name in ("tensorboard", "tensorboardX") if find_spec(name) is None]
