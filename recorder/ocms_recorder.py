@@ -106,6 +106,11 @@ _UNSEEN = object()  # routing-table marker: a key not met yet (None marks a skip
 _Route = Tuple["_Chart", int]
 PathLike = Union[str, "os.PathLike[str]"]
 MAX_PLANS = 64  # distinct key sets remembered for the fast path (eval steps add a few)
+_TEMP_SUFFIX = ".tmp"
+# `.<file>.<pid>.tmp`: how _write_temp names the temp file of metrics.json or a CSV.
+_TEMP_NAME = re.compile(
+    r"\.(" + re.escape(METRICS_JSON) + r"|.+" + re.escape(CSV_SUFFIX) + r")\.([0-9]+)\.tmp"
+)
 
 
 def process_rank() -> int:
@@ -164,19 +169,68 @@ def _repair_tail(path: str) -> Optional[int]:
     return last_line.count(b",") if end else None
 
 
-def _replace_atomically(path: str, chunks: Iterable[bytes]) -> None:
-    """Write `data` to a temp file beside `path`, then rename it over `path`: a reader sees
-    the old file or the new one, never half of one."""
+def _write_temp(path: str, chunks: Iterable[bytes], sync: bool = False) -> str:
+    """Write `chunks` to a temp file beside `path` (named so that a later recorder knows it
+    as a leftover); returns its path. `sync` flushes it to disk, so that renaming it later
+    is instant (ext4 otherwise flushes a renamed-over file inside rename())."""
     directory, name = os.path.split(path)
-    temp_path = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
+    temp_path = os.path.join(directory, f".{name}.{os.getpid()}{_TEMP_SUFFIX}")
     try:
         with open(temp_path, "wb") as handle:
             handle.writelines(chunks)
+            if sync:
+                handle.flush()
+                os.fsync(handle.fileno())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(temp_path)
+        raise
+    return temp_path
+
+
+def _replace_atomically(path: str, chunks: Iterable[bytes], sync: bool = False) -> None:
+    """Write `data` to a temp file beside `path`, then rename it over `path`: a reader sees
+    the old file or the new one, never half of one."""
+    temp_path = _write_temp(path, chunks, sync)
+    try:
         os.replace(temp_path, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.remove(temp_path)
         raise
+
+
+def _remove_stale_temp_files(directory: str) -> None:
+    """Delete the temp files a killed recorder left behind (a process of this machine that
+    no longer runs); a widening interrupted mid-copy can leave one as big as its CSV."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        match = _TEMP_NAME.fullmatch(name)
+        if match is None or int(match.group(2)) == os.getpid():
+            continue
+        if _process_exists(int(match.group(2))):
+            continue
+        with contextlib.suppress(OSError):
+            os.remove(os.path.join(directory, name))
+            logger.warning("%s: removed a temp file a stopped recorder left", name)
+
+
+def _process_exists(pid: int) -> bool:
+    """True when `pid` runs on this machine, or when that cannot be told safely."""
+    if os.name != "posix":
+        return True  # os.kill(pid, 0) would terminate the process on Windows
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    except (OSError, OverflowError):
+        return False
+    return True
 
 
 def _widened_rows(source: Iterable[bytes], width: int) -> Iterable[bytes]:
@@ -271,6 +325,7 @@ class OcmsRecorder:
         except OSError as error:  # log() retries; there is no layout to resume
             self._warn_os_error("create the directory", error)
         else:
+            _remove_stale_temp_files(self.log_dir)
             self._resume_layout()
         if mirror_to_ocms:
             self._mirror = _find_ocms_mirror()
@@ -548,7 +603,14 @@ class OcmsRecorder:
             self._add_chart(chart)
 
     def _save_layout(self, now: float) -> None:
-        """Rewrite metrics.json atomically; on failure say so once and retry later."""
+        """Rewrite metrics.json atomically; on failure say so once and retry later.
+
+        Every chart it declares gets its CSV first (created, or widened into a temp file),
+        so that the rename of metrics.json and the rename of a widened CSV come back to
+        back: a reader (or a crash) between them meets declared columns the rows lack for
+        microseconds instead of for the whole rewrite. That order (metrics.json first) is
+        the one a resumed recorder repairs: it widens rows narrower than declared.
+        """
         lines = []
         for chart in self._charts:
             if chart.y_axis:
@@ -561,14 +623,51 @@ class OcmsRecorder:
                 lines.append("    " + json.dumps(description))
         body = "[\n" + ",\n".join(lines) + "\n  ]" if lines else "[]"
         text = '{\n  "version": ' + str(FORMAT_VERSION) + ',\n  "charts": ' + body + "\n}\n"
+        widened: List[Tuple[_Chart, str]] = []
         try:
             os.makedirs(self.log_dir, exist_ok=True)
-            _replace_atomically(self._json_path, [text.encode("utf-8")])
+            for chart in self._charts:
+                if chart.y_axis:
+                    self._stage_for_layout(chart, widened)
+            # Synced too when CSVs wait: then the rename need not flush, so the writer goes
+            # straight on to the CSV renames instead of sleeping between them.
+            _replace_atomically(self._json_path, [text.encode("utf-8")], sync=bool(widened))
         except OSError as error:
+            for _, temp_path in widened:
+                with contextlib.suppress(OSError):
+                    os.remove(temp_path)
             self._layout_retry_at = now + self.health_check_interval_s
             self._warn_os_error("write " + METRICS_JSON, error)
             return
         self._layout_dirty = False
+        for chart, temp_path in widened:
+            try:
+                os.replace(temp_path, chart.path)
+                chart.close()
+                chart.fd = os.open(chart.path, _OPEN_FLAGS, 0o644)
+                chart.disk_width = len(chart.y_axis)
+            except OSError as error:
+                with contextlib.suppress(OSError):
+                    os.remove(temp_path)
+                self._drop_file(chart, "widen " + chart.file_name, error)
+
+    def _stage_for_layout(self, chart: _Chart, widened: List[Tuple[_Chart, str]]) -> None:
+        """Before metrics.json declares `chart`: make sure its CSV exists, and write its rows
+        widened to the declared columns into a temp file (renamed once metrics.json is).
+        A widening that fails raises: metrics.json then keeps declaring what is on disk."""
+        if chart.fd < 0:
+            if time.monotonic() < chart.retry_at:
+                return
+            try:
+                self._open(chart)
+            except OSError as error:  # this chart only; the others may still change
+                self._drop_file(chart, "open " + chart.file_name, error)
+                return
+        width = len(chart.y_axis)
+        if chart.disk_width is not None and chart.disk_width < width:
+            with open(chart.path, "rb") as source:
+                rows = _widened_rows(source, width)
+                widened.append((chart, _write_temp(chart.path, rows, sync=True)))
 
     def _prepare(self, chart: _Chart, width: int) -> bool:
         """Open the chart's CSV if needed and widen the rows on disk to `width` columns.
