@@ -233,6 +233,15 @@ def _process_exists(pid: int) -> bool:
     return True
 
 
+def _narrowed(line: str, columns: int) -> Optional[str]:
+    """`line` cut to its step and first `columns` values (new columns come last); None when
+    nothing of it is left to write."""
+    if columns < 0:
+        return None
+    fields = line[:-1].split(",")[: 1 + columns]
+    return ",".join(fields) + "\n" if any(fields[1:]) else None
+
+
 def _widened_rows(source: Iterable[bytes], width: int) -> Iterable[bytes]:
     for line in source:
         if line.endswith(b"\n"):  # _repair_tail already cut any partial last line
@@ -382,8 +391,12 @@ class OcmsRecorder:
             self._save_layout(now)  # before the rows: a widened chart is declared first
         write = os.write
         for chart, width, line in lines:
-            if (chart.fd < 0 or chart.disk_width != width) and not self._prepare(chart, width):
-                continue
+            if chart.fd < 0 or chart.disk_width != width:
+                columns = self._prepare(chart, width)
+                if columns < width:
+                    line = _narrowed(line, columns)
+                    if line is None:
+                        continue
             data = line.encode()
             try:
                 written = write(chart.fd, data)
@@ -669,16 +682,20 @@ class OcmsRecorder:
                 rows = _widened_rows(source, width)
                 widened.append((chart, _write_temp(chart.path, rows, sync=True)))
 
-    def _prepare(self, chart: _Chart, width: int) -> bool:
+    def _prepare(self, chart: _Chart, width: int) -> int:
         """Open the chart's CSV if needed and widen the rows on disk to `width` columns.
-        False (said once) when that is not possible now: the row is dropped."""
+        Returns how many value columns the row may have: `width`; fewer while metrics.json
+        cannot declare the new ones (rows wider than declared would break the directory);
+        -1 (said once) when the file cannot be written now and the row is dropped."""
         try:
             if chart.fd < 0:
                 if time.monotonic() < chart.retry_at:
-                    return False
+                    return -1
                 self._open(chart)
             if chart.disk_width is not None and chart.disk_width < width:
-                self._widen(chart, width)
+                if self._layout_dirty:
+                    return chart.disk_width
+                self._widen(chart, width)  # rows narrower than declared: a crash's leftover
             elif chart.disk_width is not None and chart.disk_width > width:
                 self._warn_once(
                     "wider:" + chart.name,
@@ -687,10 +704,10 @@ class OcmsRecorder:
                     width,
                 )
             chart.disk_width = width
-            return True
+            return width
         except OSError as error:
             self._drop_file(chart, "open " + chart.file_name, error)
-            return False
+            return -1
 
     def _open(self, chart: _Chart) -> None:
         os.makedirs(self.log_dir, exist_ok=True)

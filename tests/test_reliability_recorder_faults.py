@@ -1,0 +1,261 @@
+"""Recorder faults that tests/test_recorder_faults.py does not cover: a real full disk
+(tmpfs) hit during a widening, a directory that turns read-only mid-run (for a writer
+without root's override), metrics.json that cannot be rewritten while a chart widens,
+values whose __float__ fails part-way, and Ctrl-C.
+
+In each, the training loop completes, each kind of fault is logged once, no exception
+escapes log() or finish(), and the directory passes the check at rest.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from ocms_recorder import OcmsRecorder
+from reliability_support import can_mount, mounted
+from test_recorder_support import assert_consistent, read_rows, warnings_from_recorder, y_axes
+
+from ocms_tui.checker import check_directory
+
+
+@pytest.fixture(autouse=True)
+def _rank_zero(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("METRICS", "RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+
+
+@pytest.fixture
+def recorder_warnings(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
+    caplog.set_level(logging.WARNING, logger="ocms_recorder")
+    return caplog
+
+
+def _passes(directory: Path) -> None:
+    assert_consistent(directory)
+    assert check_directory(directory).problems == ()
+
+
+# -- metrics.json cannot be rewritten while a chart widens ---------------------------------
+
+
+def test_rows_stay_as_wide_as_declared_while_metrics_json_cannot_be_rewritten(
+    tmp_path: Path, recorder_warnings: pytest.LogCaptureFixture
+) -> None:
+    recorder = OcmsRecorder(log_dir=str(tmp_path))
+    recorder.health_check_interval_s = 0.0
+    for step in range(3):
+        recorder.log(step=step, metrics={"loss": 1.0})
+    # A directory where the recorder writes metrics.json's temp file: that write fails, as
+    # on a quota or an odd filesystem, while the CSVs can still be appended to.
+    blocker = tmp_path / f".metrics.json.{os.getpid()}.tmp"
+    blocker.mkdir()
+    for step in range(3, 6):
+        recorder.log(step=step, metrics={"loss": 0.5, "eval_loss": 0.25})
+        recorder.log(step=step, metrics={"grad_norm": 2.0})
+        _passes_with(tmp_path, blocker)  # consistent at every moment, not just at the end
+    assert y_axes(tmp_path) == {"loss": ["loss"]}
+    assert read_rows(tmp_path, "loss.csv")[3:] == [["3", "0.5"], ["4", "0.5"], ["5", "0.5"]]
+    blocker.rmdir()
+    recorder.log(step=6, metrics={"loss": 0.125, "eval_loss": 0.0625})
+    recorder.finish()
+    assert y_axes(tmp_path) == {"loss": ["loss", "eval_loss"], "grad_norm": ["grad_norm"]}
+    assert read_rows(tmp_path, "loss.csv")[-2:] == [["5", "0.5", ""], ["6", "0.125", "0.0625"]]
+    _passes(tmp_path)
+    warnings = warnings_from_recorder(recorder_warnings)
+    assert len(warnings) == 1 and "metrics.json" in warnings[0], warnings
+
+
+def _passes_with(directory: Path, blocker: Path) -> None:
+    """The check passes, but for the grad_norm CSV metrics.json could not declare yet."""
+    problems = check_directory(directory).problems
+    assert [(p.rule.value, p.path) for p in problems] == [("orphan-csv", "grad_norm.csv")]
+
+
+# -- a real full disk ------------------------------------------------------------------------
+
+needs_mount = pytest.mark.skipif(
+    not can_mount(), reason="needs root with CAP_SYS_ADMIN to mount a small tmpfs"
+)
+
+
+@needs_mount
+def test_a_full_disk_during_a_widening_keeps_the_directory_whole(
+    tmp_path: Path, recorder_warnings: pytest.LogCaptureFixture
+) -> None:
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    with mounted("-t", "tmpfs", "-o", "size=256k", "tmpfs", target=disk):
+        directory = disk / "run"
+        recorder = OcmsRecorder(log_dir=str(directory))
+        recorder.health_check_interval_s = 0.0
+        step = 0
+        while step < 2000:  # enough rows that a widened copy no longer fits beside them
+            recorder.log(step=step, metrics={"loss": 1.0 / (step + 1), "grad_norm": 0.5})
+            step += 1
+        filler = disk / "filler"
+        _fill(filler)  # someone else fills the disk
+        faults_from = step
+        for _ in range(200):  # a new key widens loss; rows keep failing with ENOSPC
+            recorder.log(step=step, metrics={"loss": 0.25, "eval_loss": 0.5, "grad_norm": 0.5})
+            step += 1
+        _consistent_prefix(directory, faults_from)
+        filler.unlink()  # space again: the run catches up by itself
+        for _ in range(5):
+            recorder.log(step=step, metrics={"loss": 0.125, "eval_loss": 0.5, "grad_norm": 0.5})
+            step += 1
+        recorder.finish()
+        assert y_axes(directory)["loss"] == ["loss", "eval_loss"]
+        assert read_rows(directory, "loss.csv")[-1] == [str(step - 1), "0.125", "0.5"]
+        _passes(directory)
+        warnings = warnings_from_recorder(recorder_warnings)
+        assert len(warnings) == 1 and "No space left on device" in warnings[0], warnings
+
+
+def _fill(path: Path) -> None:
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        while os.write(descriptor, b"\0" * 4096):
+            pass
+    except OSError:  # ENOSPC: full
+        pass
+    finally:
+        os.close(descriptor)
+
+
+def _consistent_prefix(directory: Path, faults_from: int) -> None:
+    """Whole lines, declared widths, and every row written before the disk filled."""
+    _passes(directory)
+    steps = [int(row[0]) for row in read_rows(directory, "loss.csv")]
+    assert steps[:faults_from] == list(range(faults_from))
+
+
+# -- a directory that turns read-only mid-run -----------------------------------------------
+
+READ_ONLY_WRITER = """
+import logging, sys
+from ocms_recorder import OcmsRecorder
+logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
+recorder = OcmsRecorder(log_dir=sys.argv[1])
+recorder.health_check_interval_s = 0.0
+def phase(steps, metrics):
+    for step in steps:
+        recorder.log(step=step, metrics=metrics)
+    print("done", flush=True)
+    sys.stdin.readline()  # the test changes the directory's permissions meanwhile
+phase(range(0, 50), {"loss": 1.0})
+phase(range(50, 100), {"loss": 0.5, "eval_loss": 0.25, "grad_norm": 2.0})
+phase(range(100, 110), {"loss": 0.25, "eval_loss": 0.125, "grad_norm": 1.0})
+recorder.finish()
+print("training went on", flush=True)
+"""
+
+
+def _without_root_override() -> list[str]:
+    """A command prefix under which chmod binds the writer: none for a normal user; for
+    root, a user namespace where it owns its files but has no capabilities."""
+    if os.geteuid() != 0:
+        return []
+    unshare = shutil.which("unshare")
+    prefix = [unshare or "unshare", "-U", "--map-user=1000", "--map-group=1000"]
+    probe = subprocess.run([*prefix, "true"], capture_output=True) if unshare else None
+    if probe is None or probe.returncode != 0:
+        pytest.skip("root, and no user namespace to run a writer without its override")
+    return prefix
+
+
+def test_a_directory_turning_read_only_mid_run(tmp_path: Path) -> None:
+    prefix = _without_root_override()
+    directory = tmp_path / "run"
+    directory.mkdir()
+    writer = subprocess.Popen(
+        [*prefix, sys.executable, "-B", "-c", textwrap.dedent(READ_ONLY_WRITER), str(directory)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert writer.stdin is not None and writer.stdout is not None
+    try:
+        assert writer.stdout.readline() == "done\n"
+        directory.chmod(0o555)  # no new files, no renames; open CSVs can still be appended
+        writer.stdin.write("go\n")
+        writer.stdin.flush()
+        assert writer.stdout.readline() == "done\n"
+        _passes(directory)  # loss went on at its declared width; nothing new was declared
+        assert y_axes(directory) == {"loss": ["loss"]}
+        assert [row[0] for row in read_rows(directory, "loss.csv")] == list(map(str, range(100)))
+        directory.chmod(0o755)
+        writer.stdin.write("go\n")
+        writer.stdin.flush()
+        stdout, stderr = writer.communicate(timeout=60)
+    finally:
+        directory.chmod(0o755)
+        if writer.poll() is None:
+            writer.kill()
+    assert writer.returncode == 0 and stdout == "done\ntraining went on\n", stderr
+    assert y_axes(directory) == {"loss": ["loss", "eval_loss"], "grad_norm": ["grad_norm"]}
+    assert read_rows(directory, "loss.csv")[-1] == ["109", "0.25", "0.125"]
+    assert [row[0] for row in read_rows(directory, "grad_norm.csv")] == list(
+        map(str, range(100, 110))
+    )
+    _passes(directory)
+    warnings = [line for line in stderr.splitlines() if line.startswith("ocms_recorder")]
+    assert len(warnings) == 1 and "Permission denied" in warnings[0], stderr
+
+
+# -- values that fail part-way, and Ctrl-C ---------------------------------------------------
+
+
+class _FailsAfter:
+    """A number until its device goes away: then __float__ and item() raise."""
+
+    def __init__(self, value: float, good_calls: int) -> None:
+        self.value = value
+        self.calls = 0
+        self.good_calls = good_calls
+
+    def __float__(self) -> float:
+        self.calls += 1
+        if self.calls > self.good_calls:
+            raise RuntimeError("CUDA error: device-side assert triggered")
+        return self.value
+
+
+def test_a_value_that_starts_failing_mid_run_leaves_gaps_and_one_warning(
+    tmp_path: Path, recorder_warnings: pytest.LogCaptureFixture
+) -> None:
+    value = _FailsAfter(0.75, good_calls=20)
+    with OcmsRecorder(log_dir=str(tmp_path)) as recorder:
+        for step in range(40):
+            recorder.log(step=step, metrics={"loss": 1.0, "eval_loss": value})
+    rows = read_rows(tmp_path, "loss.csv")
+    assert [row[0] for row in rows] == list(map(str, range(40)))
+    assert {row[2] for row in rows[:5]} == {"0.75"} and {row[2] for row in rows[-5:]} == {""}
+    warnings = warnings_from_recorder(recorder_warnings)
+    assert len(warnings) == 1 and "device-side assert" in warnings[0], warnings
+    _passes(tmp_path)
+
+
+class _Interrupted:
+    def __float__(self) -> float:
+        raise KeyboardInterrupt
+
+
+def test_ctrl_c_inside_log_still_stops_training_and_leaves_whole_rows(tmp_path: Path) -> None:
+    recorder = OcmsRecorder(log_dir=str(tmp_path))
+    recorder.log(step=0, metrics={"loss": 1.0, "grad_norm": 2.0})
+    with pytest.raises(KeyboardInterrupt):  # the recorder never swallows Ctrl-C
+        recorder.log(step=1, metrics={"loss": 0.5, "grad_norm": _Interrupted()})
+    recorder.log(step=2, metrics={"loss": 0.25, "grad_norm": 1.0})
+    recorder.finish()
+    assert read_rows(tmp_path, "loss.csv") == [["0", "1.0"], ["2", "0.25"]]
+    assert read_rows(tmp_path, "grad_norm.csv") == [["0", "2.0"], ["2", "1.0"]]
+    _passes(tmp_path)
