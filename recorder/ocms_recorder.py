@@ -758,13 +758,14 @@ class OcmsRecorder:
         chart.retry_at = time.monotonic() + self.health_check_interval_s
 
     def _check_health(self, now: float) -> None:
-        """Recreate what someone deleted under a running recorder: the directory,
-        metrics.json, a CSV (an open file that was unlinked has no links left)."""
+        """Recreate what someone deleted or moved away under a running recorder: the
+        directory, metrics.json, a CSV (the path no longer names the file kept open)."""
         self._next_health_check = now + self.health_check_interval_s
         for chart in self._charts:
             if chart.fd >= 0:
                 try:
-                    gone = os.fstat(chart.fd).st_nlink == 0
+                    kept, named = os.fstat(chart.fd), os.stat(chart.path)
+                    gone = (kept.st_dev, kept.st_ino) != (named.st_dev, named.st_ino)
                 except OSError:
                     gone = True
                 if gone:

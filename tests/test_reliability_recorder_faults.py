@@ -1,7 +1,7 @@
 """Recorder faults that tests/test_recorder_faults.py does not cover: a real full disk
 (tmpfs) hit during a widening, a directory that turns read-only mid-run (for a writer
-without root's override), metrics.json that cannot be rewritten while a chart widens,
-values whose __float__ fails part-way, and Ctrl-C.
+without root's override), metrics.json that cannot be rewritten while a chart widens, the
+run directory moved away, values whose __float__ fails part-way, and Ctrl-C.
 
 In each, the training loop completes, each kind of fault is logged once, no exception
 escapes log() or finish(), and the directory passes the check at rest.
@@ -77,6 +77,27 @@ def _passes_with(directory: Path, blocker: Path) -> None:
     """The check passes, but for the grad_norm CSV metrics.json could not declare yet."""
     problems = check_directory(directory).problems
     assert [(p.rule.value, p.path) for p in problems] == [("orphan-csv", "grad_norm.csv")]
+
+
+# -- the run directory moved away mid-run ---------------------------------------------------
+
+
+def test_a_run_directory_moved_away_mid_run_is_written_anew(
+    tmp_path: Path, recorder_warnings: pytest.LogCaptureFixture
+) -> None:
+    directory = tmp_path / "run"
+    recorder = OcmsRecorder(log_dir=str(directory))
+    recorder.health_check_interval_s = 0.0
+    for step in range(3):
+        recorder.log(step=step, metrics={"loss": 1.0, "grad_norm": 2.0})
+    directory.rename(tmp_path / "archived")  # a cleanup script, or a user tidying up
+    for step in range(3, 6):
+        recorder.log(step=step, metrics={"loss": 0.5, "grad_norm": 1.5})
+    recorder.finish()
+    assert [row[0] for row in read_rows(directory, "loss.csv")] == ["3", "4", "5"]
+    assert [row[0] for row in read_rows(tmp_path / "archived", "loss.csv")] == ["0", "1", "2"]
+    _passes(directory)
+    _passes(tmp_path / "archived")
 
 
 # -- a real full disk ------------------------------------------------------------------------
