@@ -25,7 +25,7 @@ from ocms_tui.demo import DemoCurves
 from ocms_tui.model import RunModel
 
 APPENDED_ROWS = 10
-WARM_UP_SECONDS = 2.0
+WARM_UP_SECONDS = 1.0
 
 
 def _percentile(samples: list[float], fraction: float) -> float:

@@ -80,10 +80,11 @@ def measure_in_this_process(
 ) -> dict[str, int | bool]:
     from ocms_tui.model import RunModel
 
-    cold = _settled_resident_bytes(quiet_seconds)
+    # Nothing big was parsed yet, so nothing big is waiting to be handed back: a short wait.
+    cold = _settled_resident_bytes(quiet_seconds / 4)
     RunModel(warm_up).refresh()
     model = RunModel(directory)
-    before = _settled_resident_bytes(quiet_seconds)
+    before = _settled_resident_bytes(quiet_seconds / 4)
     peak_was_reset = _reset_peak()
     model.refresh()
     peak = _peak_bytes()

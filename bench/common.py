@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import resource
 import statistics
 import sys
 import time
@@ -64,7 +65,8 @@ TINY = Sizes("tiny", 20_000, 1_000, 500, 2, 1, 1, 3, 2.0, 1)
 
 @dataclass(frozen=True)
 class Timing:
-    samples: tuple[float, ...]
+    samples: tuple[float, ...]  # wall seconds
+    cpu_samples: tuple[float, ...]  # CPU seconds of this process and of waited-for children
 
     @property
     def median(self) -> float:
@@ -73,6 +75,17 @@ class Timing:
     @property
     def best(self) -> float:
         return min(self.samples)
+
+    @property
+    def cpu_median(self) -> float:
+        """Less sensitive than wall time to other work on a shared machine."""
+        return statistics.median(self.cpu_samples)
+
+
+def _cpu_seconds() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def interleaved(
@@ -88,13 +101,15 @@ def interleaved(
         for name in names:
             candidates[name]()
     samples: dict[str, list[float]] = {name: [] for name in names}
+    cpu_samples: dict[str, list[float]] = {name: [] for name in names}
     for round_index in range(rounds):
         shift = round_index % len(names)
         for name in names[shift:] + names[:shift]:
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), _cpu_seconds()
             candidates[name]()
             samples[name].append(time.perf_counter() - start)
-    return {name: Timing(tuple(values)) for name, values in samples.items()}
+            cpu_samples[name].append(_cpu_seconds() - cpu_start)
+    return {name: Timing(tuple(samples[name]), tuple(cpu_samples[name])) for name in names}
 
 
 def seconds(value: float) -> str:

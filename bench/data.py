@@ -137,12 +137,16 @@ class Workspace:
             )
         return self._made[key]
 
-    def copy(self, source: Path, name: str) -> Path:
-        """A fresh copy of a generated run, for benchmarks that change files."""
+    def copy(self, source: Path, name: str, linked: bool = False) -> Path:
+        """A fresh copy of a generated run, for benchmarks that change files.
+
+        `linked` makes hard links instead of copies (instant, no page cache churn): only for
+        callers that replace a file they change (write a new one, then rename it over).
+        """
         target = self.root / name
         if target.exists():
             shutil.rmtree(target)
-        shutil.copytree(source, target)
+        shutil.copytree(source, target, copy_function=os.link if linked else shutil.copy2)
         return target
 
     def scratch(self, name: str) -> Path:
