@@ -157,6 +157,7 @@ class CsvFollower:
         self._fingerprint = b""
         self.offset = 0
         self._parsed_offset = 0  # end of the last block parsed (offset can be one ahead)
+        self._read_since_trim = 0
         self.size = 0
         self.mtime: float | None = None
         self._partial = False
@@ -316,7 +317,11 @@ class CsvFollower:
             # the offset has moved past them.
             if ready.rows:
                 on_rows(ready)
-        if self.offset - start >= READ_BLOCK_BYTES:
+        # Once caught up with the file, and only then: a load that goes on in budgeted steps
+        # reuses the same memory from step to step.
+        self._read_since_trim += self.offset - start
+        if end >= size and self._read_since_trim >= READ_BLOCK_BYTES:
+            self._read_since_trim = 0
             _give_back_freed_blocks()
         return end < size
 
