@@ -1,9 +1,8 @@
 """The live dashboard, `ocms-tui DIR`: charts, problems and status of a metrics directory.
 
-Data flows one way. A watcher marks changed files; a timer (10 per second) drains the marks
-and wakes the thread worker that alone calls `RunModel.refresh()`; the same timer hands what
-changed to the widgets, which read the model and redraw within their budget. The model never
-knows a widget.
+Data flows one way. A watcher marks changed files and wakes the thread worker that alone
+calls `RunModel.refresh()`; a timer (twice a second) hands what changed to the widgets, which
+read the model and redraw within their budget. The model never knows a widget.
 """
 
 from __future__ import annotations
@@ -27,6 +26,7 @@ from ocms_tui.widgets.chart_grid import ChartGrid
 from ocms_tui.widgets.chart_panel import (
     MAX_ZOOM,
     SMOOTHING_WEIGHTS,
+    TABLE_INTERVAL,
     ChartPanel,
     PanelView,
     SharedView,
@@ -36,7 +36,10 @@ from ocms_tui.widgets.problems_pane import ProblemsPane
 from ocms_tui.widgets.safe_text import safe_text
 from ocms_tui.widgets.status_bar import RunState, Status, StatusBar
 
-TICK_SECONDS = 0.1  # how often marks are drained and the screen catches up: at most 10/s
+TICK_SECONDS = 0.5  # how often the screen catches up with the model (keys act at once)
+# A run streaming rows is re-read at most this often; the first write after a quiet spell
+# is read at once. The screen shows new numbers every few seconds anyway.
+MIN_REFRESH_SECONDS = 0.25
 SAFETY_REFRESH_SECONDS = 5.0  # re-read even without events (settling rows, missed events)
 FIRST_LOAD_BUDGET = 1 << 20  # bytes per chart in the first read: charts appear at once
 LOAD_BUDGET = 16 << 20  # bytes per chart per later read while a large run loads
@@ -97,14 +100,15 @@ class OcmsApp(App[int]):
         self._panel_views: dict[str, PanelView] = {}
         self._shown_charts: tuple[ChartData, ...] = ()
         self._refreshing = False
-        self._pending = True
         self._reload_requested = False
         self._more = False
         self._refreshes = 0
         self._refreshed_at = float("-inf")
         self._failure: str | None = None
-        self._request = (False, FIRST_LOAD_BUDGET)
+        self._status_state: RunState | None = None
+        self._status_at = float("-inf")
         self._wake = threading.Event()
+        self._wake.set()  # the first read
         self._stopping = threading.Event()
 
     def compose(self) -> ComposeResult:
@@ -120,6 +124,7 @@ class OcmsApp(App[int]):
     def on_mount(self) -> None:
         if self.watch_enabled:
             self.watcher = open_watcher(self.model.directory, self.poll)
+            self.watcher.dirty.on_mark = self._wake.set
         self.run_worker(
             self._follow,
             name="follow",
@@ -137,59 +142,57 @@ class OcmsApp(App[int]):
         if self.watcher is not None:
             self.watcher.stop()
 
-    # -- following the directory -------------------------------------------------------
-
-    def _tick(self) -> None:
-        now = time.monotonic()
-        if self.watcher is not None and not self.paused and self.watcher.take():
-            self._pending = True
-        if not self.paused and not self._refreshing:
-            due = (
-                self._reload_requested
-                or self._pending
-                or self._more
-                or self.model.settling
-                or now - self._refreshed_at >= SAFETY_REFRESH_SECONDS
-            )
-            if due:
-                self._start_refresh()
-        self._sync(now)
-
-    def _start_refresh(self) -> None:
-        reload, self._reload_requested = self._reload_requested, False
-        self._pending = False
-        self._refreshing = True
-        budget = FIRST_LOAD_BUDGET if self._refreshes == 0 or reload else LOAD_BUDGET
-        self._request = (reload, budget)
-        self._wake.set()
+    # -- following the directory (worker thread) ---------------------------------------
 
     def _follow(self) -> None:
-        """The worker thread, the model's only reader: one refresh per wake-up. One thread
-        for the app's life costs less than a worker per refresh at 10 refreshes a second."""
-        while True:
-            self._wake.wait()
+        """The worker thread, the model's only reader. The watcher wakes it directly, so a
+        row reaches the model without waiting for the UI's timer; a stream of writes is
+        read at most every MIN_REFRESH_SECONDS; the UI's timer then shows what changed."""
+        while not self._stopping.is_set():
+            self._wake.wait(SAFETY_REFRESH_SECONDS)
             if self._stopping.is_set():
                 return
             self._wake.clear()
-            reload, budget = self._request
-            try:
-                change = self.model.reload(budget) if reload else self.model.refresh(budget)
-                self._more = change.more
-                self._failure = None
-            except Exception as error:  # a reader bug must not take the dashboard down
-                self._more = False
-                self._failure = f"read error: {type(error).__name__}: {error}"
-            finally:
-                self._refreshes += 1
-                self._refreshed_at = time.monotonic()
-                self._refreshing = False
+            if self.paused:
+                continue  # the watcher keeps its marks; resuming wakes us again
+            if self.watcher is not None:
+                self.watcher.take()
+            self._refresh_once()
+            if self._more:
+                self._wake.set()  # a large run loads in slices: the screen fills as it goes
+            elif self.model.settling:
+                time.sleep(0.1)  # rows wait for metrics.json to catch up: look again soon
+                self._wake.set()
+            else:
+                # Coalesce a stream of writes: whatever arrives meanwhile is read next time.
+                time.sleep(max(0.0, self._refreshed_at + MIN_REFRESH_SECONDS - time.monotonic()))
+
+    def _refresh_once(self) -> None:
+        reload, self._reload_requested = self._reload_requested, False
+        budget = FIRST_LOAD_BUDGET if self._refreshes == 0 or reload else LOAD_BUDGET
+        self._refreshing = True
+        try:
+            change = self.model.reload(budget) if reload else self.model.refresh(budget)
+            self._more = change.more
+            self._failure = None
+        except Exception as error:  # a reader bug must not take the dashboard down
+            self._more = False
+            self._failure = f"read error: {type(error).__name__}: {error}"
+        finally:
+            self._refreshes += 1
+            self._refreshed_at = time.monotonic()
+            self._refreshing = False
+
+    def _tick(self) -> None:
+        self._sync(time.monotonic())
 
     @property
     def idle(self) -> bool:
         """Everything on disk has been read and handed to the widgets."""
         return (
             self._refreshes > 0
-            and not (self._refreshing or self._pending or self._more or self._reload_requested)
+            and not (self._refreshing or self._more or self._reload_requested)
+            and not self._wake.is_set()
             and not self.model.settling
             and self.model.charts == self._shown_charts
         )
@@ -215,7 +218,16 @@ class OcmsApp(App[int]):
                 panel.sync(now, force)
             self.query_one(ProblemsPane).show(model.problems)
         self.grid.show_message(self._grid_message(charts))
-        self.query_one(StatusBar).show(self._status())
+        status = self._status()
+        # Row counts change with every refresh: repaint the bar with the legends (same
+        # quantised time: one repaint for all), or at once when the state changed.
+        if (
+            force
+            or status.state is not self._status_state
+            or now // TABLE_INTERVAL != self._status_at // TABLE_INTERVAL
+        ):
+            self._status_state, self._status_at = status.state, now
+            self.query_one(StatusBar).show(status)
 
     async def _show_charts(self, charts: tuple[ChartData, ...]) -> None:
         grid = self.grid
@@ -343,12 +355,13 @@ class OcmsApp(App[int]):
     def action_pause(self) -> None:
         self.paused = not self.paused
         if not self.paused:
+            self._wake.set()
             self._redraw_all()
         self._tick()
 
     def action_reload(self) -> None:
         self._reload_requested = True
-        self._tick()
+        self._wake.set()
 
     def action_problems(self) -> None:
         pane = self.query_one(ProblemsPane)

@@ -15,9 +15,21 @@ import os
 import re
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from pathlib import Path
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
@@ -56,11 +68,15 @@ class DirtySet:
         self._lock = threading.Lock()
         self._names: set[str] = set()
         self._signal = threading.Event()
+        self.on_mark: Callable[[], None] | None = None
+        """Called (on the watcher's thread) after each mark: e.g. to wake a reader thread."""
 
     def add(self, name: str) -> None:
         with self._lock:
             self._names.add(name)
             self._signal.set()
+        if self.on_mark is not None:
+            self.on_mark()
 
     def take(self) -> frozenset[str]:
         """Everything marked since the last call (empty when nothing changed)."""
@@ -245,7 +261,9 @@ class InotifyWatcher(Watcher):
             try:
                 for path, inode in wanted.items():
                     if path not in self._watches:
-                        watch = observer.schedule(self._handler, str(path))
+                        watch = observer.schedule(
+                            self._handler, str(path), event_filter=list(_WATCHED_EVENTS)
+                        )
                         self._watches[path] = (watch, inode)
             except (FileNotFoundError, NotADirectoryError):
                 continue
@@ -254,6 +272,19 @@ class InotifyWatcher(Watcher):
 
 
 _STRUCTURAL = frozenset({"created", "deleted", "moved"})
+
+# Asked of the kernel, so that opens and reads (the model's own, 10 times a second) never
+# wake watchdog's threads: writes, creations, deletions, renames and attribute changes only.
+_WATCHED_EVENTS = (
+    FileModifiedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileMovedEvent,
+    FileClosedEvent,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+)
 
 
 class _Handler(FileSystemEventHandler):

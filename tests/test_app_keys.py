@@ -40,7 +40,8 @@ async def test_view_keys_change_every_chart_or_the_focused_one(tmp_path: Path) -
 
         await pilot.press("l")
         assert loss.view.log_y and not panels(app)[1].view.log_y
-        await wait_for_text(pilot, "· log")
+        assert loss.border_subtitle == "log"
+        await wait_for_text(pilot, "─ log ─")
 
         await pilot.press("right_square_bracket", "right_square_bracket")
         assert app.shared.zoom == 2

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.style import Style
-from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
@@ -46,14 +45,15 @@ class SeriesTable(Static):
         super().__init__("", markup=False)
         self._rows: tuple[SeriesRow, ...] = ()
         self._last_step: int | None = None
-        self._shown: tuple[tuple[SeriesRow, ...], int | None, int] | None = None
+        self._total_rows = 0
+        self._shown: tuple[tuple[SeriesRow, ...], int | None, int, int] | None = None
 
-    def show(self, rows: Sequence[SeriesRow], last_step: int | None) -> None:
+    def show(self, rows: Sequence[SeriesRow], last_step: int | None, total_rows: int) -> None:
         if len(rows) != len(self._rows) or self.styles.height is None:
             # One line per series plus the header: fixed, so that new numbers repaint this
             # table only instead of laying the whole screen out again.
             self.styles.height = len(rows) + 1
-        self._rows, self._last_step = tuple(rows), last_step
+        self._rows, self._last_step, self._total_rows = tuple(rows), last_step, total_rows
         self._render_table()
 
     def on_resize(self) -> None:
@@ -61,16 +61,21 @@ class SeriesTable(Static):
 
     def _render_table(self) -> None:
         width = self.content_size.width
-        state = (self._rows, self._last_step, width)
+        state = (self._rows, self._last_step, self._total_rows, width)
         if state == self._shown:
             return
         self._shown = state
-        self.update(_table(self._rows, self._last_step, width), layout=False)
+        self.update(_table(self._rows, self._last_step, self._total_rows, width), layout=False)
 
 
-def _table(rows: Sequence[SeriesRow], last_step: int | None, width: int) -> Table:
-    """Legend plus numbers. A sparse series (eval every N steps) says which step its latest
-    value is from, when the panel is wide enough; names give way before numbers do."""
+def _table(rows: Sequence[SeriesRow], last_step: int | None, total_rows: int, width: int) -> Text:
+    """Legend plus numbers under a header with the chart's latest step and row count, laid
+    out here rather than by rich's Table: this repaints every few seconds while a run is
+    followed, and plain lines cost a fraction of a table.
+
+    A sparse series (eval every N steps) says which step its latest value is from, when the
+    panel is wide enough; names give way (with an ellipsis) before numbers do.
+    """
     latest = [format_number(row.stats.latest) for row in rows]
     steps = [
         f" @{format_step(row.stats.latest_step)}"
@@ -84,25 +89,54 @@ def _table(rows: Sequence[SeriesRow], last_step: int | None, width: int) -> Tabl
     def widest(cells: Sequence[str], header: str) -> int:
         return max([len(header), *map(len, cells)])
 
+    min_width, max_width = widest(minima, "min"), widest(maxima, "max")
+    heading = f"step {format_step(last_step)} · {total_rows:,} rows"
     names = widest([row.name for row in rows], "series") + 3
-    numbers = widest(minima, "min") + widest(maxima, "max") + 3
-    if names + numbers + widest([a + b for a, b in zip(latest, steps, strict=True)], "") > width:
+    if (
+        names
+        + 3
+        + min_width
+        + max_width
+        + widest([a + b for a, b in zip(latest, steps, strict=True)], "")
+        > width
+    ):
         steps = [""] * len(rows)
+    latest_width = widest([a + b for a, b in zip(latest, steps, strict=True)], "latest")
+    name_width = max(4, width - latest_width - min_width - max_width - 3)
 
-    table = Table(box=None, padding=(0, 1), pad_edge=False, expand=True, header_style="dim bold")
-    table.add_column("series", ratio=1, no_wrap=True, overflow="ellipsis")
-    table.add_column("latest", justify="right", no_wrap=True)
-    table.add_column("min", justify="right", no_wrap=True, style="dim")
-    table.add_column("max", justify="right", no_wrap=True, style="dim")
-    for number, row in enumerate(rows, start=1):
+    if len(heading) > name_width:
+        heading = f"step {format_step(last_step)}"
+    head = Text(heading)
+    head.truncate(name_width, overflow="ellipsis", pad=True)
+    lines = [
+        Text.assemble(
+            head,
+            " ",
+            "latest".rjust(latest_width),
+            " ",
+            "min".rjust(min_width),
+            " ",
+            "max".rjust(max_width),
+            style="dim bold",
+        )
+    ]
+    for index, row in enumerate(rows):
         color = Style(color=f"rgb({row.color[0]},{row.color[1]},{row.color[2]})")
-        label = Text(str(number) if number <= 9 else " ", style=color + Style(bold=True))
+        label = Text(str(index + 1) if index < 9 else " ", style=color + Style(bold=True))
         label.append("━ ", style=color)
         label.append_text(safe_text(row.name))
-        value = Text(latest[number - 1])
-        value.append(steps[number - 1], style="dim")
+        label.truncate(name_width, overflow="ellipsis", pad=True)
+        value = Text(" " * (latest_width - len(latest[index]) - len(steps[index])))
+        value.append(latest[index])
+        value.append(steps[index], style="dim")
         if row.hidden:
             label.stylize("dim strike", 2)
             value.stylize("dim")
-        table.add_row(label, value, minima[number - 1], maxima[number - 1])
-    return table
+        line = Text.assemble(label, " ", value, " ")
+        line.append(minima[index].rjust(min_width), style="dim")
+        line.append(" ")
+        line.append(maxima[index].rjust(max_width), style="dim")
+        lines.append(line)
+    text = Text("\n").join(lines)
+    text.no_wrap = True
+    return text
