@@ -49,7 +49,7 @@ class Sizes:
     rounds: int  # timing rounds for fast candidates
     slow_rounds: int  # timing rounds when a candidate takes seconds (pure-Python baselines)
     process_rounds: int  # timing rounds of whole commands (a fresh process each)
-    latency_samples: int  # rows timed per watcher kind in the latency figure
+    latency_samples: int  # rows timed per write rate and watcher in the latency figure
     idle_seconds: float  # how long the idle-CPU figure follows a live run
     first_paint_rounds: int
 
@@ -58,8 +58,8 @@ class Sizes:
         return self.name == "tiny"
 
 
-FULL = Sizes("full", 1_000_000, 1_000, 100_000, 9, 3, 5, 100, 60.0, 3)
-QUICK = Sizes("quick", 1_000_000, 1_000, 10_000, 5, 1, 2, 20, 30.0, 2)
+FULL = Sizes("full", 1_000_000, 1_000, 100_000, 9, 3, 5, 60, 60.0, 3)
+QUICK = Sizes("quick", 1_000_000, 1_000, 10_000, 5, 1, 2, 12, 30.0, 2)
 TINY = Sizes("tiny", 20_000, 1_000, 500, 2, 1, 1, 3, 2.0, 1)
 
 
