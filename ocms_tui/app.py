@@ -8,6 +8,7 @@ read the model and redraw within their budget. The model never knows a widget.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import threading
 import time
@@ -122,6 +123,7 @@ class OcmsApp(App[int]):
         return self.query_one(ChartGrid)
 
     def on_mount(self) -> None:
+        self._ui_loop = asyncio.get_running_loop()
         if self.watch_enabled:
             self.watcher = open_watcher(self.model.directory, self.poll)
             self.watcher.dirty.on_mark = self._wake.set
@@ -158,6 +160,11 @@ class OcmsApp(App[int]):
             if self.watcher is not None:
                 self.watcher.take()
             self._refresh_once()
+            if self._refreshes == 1 or self._more or self.model.charts != self._shown_charts:
+                # New charts, or a large run arriving slice by slice: show it now rather
+                # than at the next tick.
+                with contextlib.suppress(RuntimeError):  # the app closed meanwhile
+                    self._ui_loop.call_soon_threadsafe(self._tick)
             if self._more:
                 self._wake.set()  # a large run loads in slices: the screen fills as it goes
             elif self.model.settling:

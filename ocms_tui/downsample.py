@@ -65,8 +65,8 @@ def m4(
         raise ValueError(f"x and y must be 1-d arrays of one length, got {xs.shape}, {ys.shape}")
     if x_range is not None and x_sorted:
         # Sorted steps: the range is a slice, found by binary search instead of a mask.
-        start = int(np.searchsorted(xs, x_range[0], side="left"))
-        stop = int(np.searchsorted(xs, x_range[1], side="right"))
+        start = int(_search(xs, x_range[0], side="left"))
+        stop = int(_search(xs, x_range[1], side="right"))
         xs, ys = xs[start:stop], ys[start:stop]
     keep = np.isfinite(ys)
     if x_range is not None and not x_sorted:
@@ -130,14 +130,26 @@ def _column_starts(x: np.ndarray, lo: float, hi: float, width: int) -> npt.NDArr
     pixel = (hi - lo) / (width - 1)
     edges = lo + (columns - 0.5) * pixel
     tolerance = pixel * 1e-7 + 8 * np.finfo(np.float64).eps * max(abs(lo), abs(hi))
-    left = np.searchsorted(x, edges - tolerance, side="left")
-    right = np.searchsorted(x, edges + tolerance, side="right")
+    left = _search(x, edges - tolerance, side="left")
+    right = _search(x, edges + tolerance, side="right")
     starts = left.copy()
     for k in np.flatnonzero(right > left).tolist():
         near_edge = pixel_columns(x[left[k] : right[k]], lo, hi, width)
         starts[k] += int(np.count_nonzero(near_edge < columns[k]))
     starts = np.unique(np.concatenate(([0], starts)))
     return starts[starts < x.size]
+
+
+def _search(sorted_x: np.ndarray, bounds: npt.ArrayLike, side: str) -> np.ndarray:
+    """np.searchsorted for float bounds that never casts an integer `sorted_x` to float (a
+    copy of the whole series per call): for integers, x >= b is x >= ceil(b), x <= b is
+    x <= floor(b)."""
+    if not np.issubdtype(sorted_x.dtype, np.integer):
+        return np.searchsorted(sorted_x, bounds, side=side)  # type: ignore[call-overload]
+    info = np.iinfo(sorted_x.dtype)
+    rounded = np.ceil(bounds) if side == "left" else np.floor(bounds)
+    clipped = np.clip(rounded, info.min, info.max).astype(sorted_x.dtype)
+    return np.searchsorted(sorted_x, clipped, side=side)  # type: ignore[call-overload]
 
 
 def ema(y: npt.ArrayLike, weight: float) -> FloatArray:

@@ -23,7 +23,13 @@ from ocms_tui.widgets.series_table import SeriesRow, SeriesTable
 # Keys, resizes and theme changes redraw at once. Together this keeps the dashboard that
 # follows a run writing 10 rows/s under 3% of a core.
 MIN_PLOT_INTERVAL = 1.0
+MAX_PLOT_INTERVAL = 60.0
 PLOT_CPU_SHARE = 0.0015
+# ... unless the rows grew by this fraction (a run loading) or shrank (a rewrite): then a
+# chart may take LOADING_CPU_SHARE, so a large run fills in while it loads.
+BIG_CHANGE = 0.1
+BIG_CHANGE_ROWS = 10_000  # and at least this many rows: a small run streaming is no load
+LOADING_CPU_SHARE = 0.03
 TABLE_INTERVAL = 4.0
 
 SMOOTHING_WEIGHTS = (0.0, 0.6, 0.9, 0.99)
@@ -82,6 +88,7 @@ class ChartPanel(Vertical, can_focus=True):
         self._table_dirty = True
         self._plot_dirty = True
         self._sorted_for: tuple[int, int] | None = None
+        self._drawn_rows = 0
         self._steps_sorted = False
         self.border_title = safe_text(chart.name)
 
@@ -106,8 +113,15 @@ class ChartPanel(Vertical, can_focus=True):
             self._table_dirty = False
             self._table_at = now
             self._show_table()
-        if self._plot_dirty and (force or now - self.plot.built_at >= self._plot_interval()):
+        rows = self.chart.rows
+        grown = rows - self._drawn_rows
+        big_change = rows < self._drawn_rows or (
+            grown > BIG_CHANGE_ROWS and grown > self._drawn_rows * BIG_CHANGE
+        )
+        interval = self._plot_interval(LOADING_CPU_SHARE if big_change else PLOT_CPU_SHARE)
+        if self._plot_dirty and (force or now - self.plot.built_at >= interval):
             self._plot_dirty = False
+            self._drawn_rows = rows
             self.plot.invalidate()
 
     def redraw(self) -> None:
@@ -127,8 +141,9 @@ class ChartPanel(Vertical, can_focus=True):
         self.view.log_y = not self.view.log_y
         self.redraw()
 
-    def _plot_interval(self) -> float:
-        return max(MIN_PLOT_INTERVAL, self.plot.build_seconds / PLOT_CPU_SHARE)
+    def _plot_interval(self, cpu_share: float) -> float:
+        budget = self.plot.build_seconds / cpu_share
+        return min(MAX_PLOT_INTERVAL, max(MIN_PLOT_INTERVAL, budget))
 
     def _show_table(self) -> None:
         chart = self.chart

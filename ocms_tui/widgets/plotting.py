@@ -74,19 +74,18 @@ def view_values(
 
 
 def x_extent(series: list[Series]) -> tuple[float, float] | None:
-    """Smallest and largest step that has a drawable value in any series."""
+    """The steps the x axis spans: every step of the chart, gaps included (as a step axis
+    should), so sorted steps cost no pass over the data."""
     lows, highs = [], []
     for line in series:
-        finite = np.isfinite(line.values)
-        if line.steps_sorted:
-            if finite.size and finite.any():  # argmax stops at the first True
-                lows.append(float(line.steps[int(np.argmax(finite))]))
-                highs.append(float(line.steps[finite.size - 1 - int(np.argmax(finite[::-1]))]))
+        if line.steps.size == 0:
             continue
-        steps = line.steps[finite]
-        if steps.size:
-            lows.append(float(steps.min()))
-            highs.append(float(steps.max()))
+        if line.steps_sorted:
+            lows.append(float(line.steps[0]))
+            highs.append(float(line.steps[-1]))
+        else:
+            lows.append(float(line.steps.min()))
+            highs.append(float(line.steps.max()))
     return (min(lows), max(highs)) if lows else None
 
 
