@@ -262,13 +262,13 @@ class OcmsApp(App[int]):
         model = self.model
         label = self.directory_label
         if not model.exists and self._refreshes > 0:
-            return safe_text(f"waiting for {label} …\n(it does not exist yet)")
+            return _lines(f"waiting for {label} …", "(it does not exist yet)")
         if charts:
             return None
         if self._refreshes == 0 or model.loading:
             return safe_text(f"loading {label} …")
         if not model.has_metrics_json:
-            return safe_text(f"no metrics.json in {label} yet …\n(waiting for the first log())")
+            return _lines(f"no metrics.json in {label} yet …", "(waiting for the first log())")
         return safe_text(f"{label}/metrics.json declares no charts (see the problems below)")
 
     def _status(self) -> Status:
@@ -373,6 +373,11 @@ class OcmsApp(App[int]):
     def action_problems(self) -> None:
         pane = self.query_one(ProblemsPane)
         pane.display = not pane.display
+
+
+def _lines(*lines: str) -> Text:
+    """Lines of text with paths in them: each line safe, the line breaks kept."""
+    return Text("\n").join(safe_text(line) for line in lines)
 
 
 def run_dashboard(directory: str | os.PathLike[str], poll: float | None = None) -> int:

@@ -78,6 +78,7 @@ async def test_directory_created_late_is_picked_up(tmp_path: Path) -> None:
     app = OcmsApp(directory)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for_text(pilot, "waiting for", "does not exist yet")
+        assert "␊" not in screen_text(app)  # a real line break, not a shown control code
         assert not app.model.exists
         start_run(directory, rows=5)
         await wait_for(pilot, lambda: app.model.exists and bool(app.model.charts))
