@@ -109,7 +109,8 @@ def parse_schema(data: bytes, total_size: int | None = None) -> Schema:
         )
         return Schema((), tuple(problems))
     version = document.get("version")
-    if version is not None and version != 1:
+    # Only the integer 1: JSON's true, 1.0 and null compare or convert to it in Python.
+    if "version" in document and (type(version) is not int or version != 1):
         report(Rule.BAD_SCHEMA, f'"version" is {_display(version)}; this format is version 1', 1)
     charts = document.get("charts")
     if not isinstance(charts, list):

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -97,12 +97,14 @@ class ExpectedChart:
         return [row.get(name) for name in self.y_axis]
 
 
-def expected_charts(plan: TrainingPlan, steps: range | list[int]) -> dict[str, ExpectedChart]:
-    """Charts as the format says the plan's snapshots must land, from the format's rules
-    (default groups, sanitizing, first-seen column order) alone."""
+def charts_from_snapshots(
+    snapshots: Iterable[tuple[int, dict[str, float]]],
+) -> dict[str, ExpectedChart]:
+    """Charts as the format says logged snapshots must land, from the format's rules alone
+    (default groups, sanitizing, first-seen column order, no row without a value)."""
     charts: dict[str, ExpectedChart] = {}
-    for step in steps:
-        for key, value in plan.metrics(step).items():
+    for step, metrics in snapshots:
+        for key, value in metrics.items():
             chart = charts.setdefault(chart_of(key), ExpectedChart())
             name = sanitize_key(key)
             if name not in chart.y_axis:
@@ -111,9 +113,12 @@ def expected_charts(plan: TrainingPlan, steps: range | list[int]) -> dict[str, E
     return charts
 
 
-def expected_arrays(
-    plan: TrainingPlan, steps: range
-) -> dict[str, tuple[Any, dict[str, Any]]]:
+def expected_charts(plan: TrainingPlan, steps: range | list[int]) -> dict[str, ExpectedChart]:
+    """The charts the plan's snapshots at `steps` must give."""
+    return charts_from_snapshots((step, plan.metrics(step)) for step in steps)
+
+
+def expected_arrays(plan: TrainingPlan, steps: range) -> dict[str, tuple[Any, dict[str, Any]]]:
     """Per chart: its steps and one float64 array per y-axis name (NaN where the step has no
     value for it), to compare with what a reader holds."""
     import numpy as np
