@@ -49,7 +49,7 @@ class CheckResult:
 
 def check_directory(directory: str | Path, settle_seconds: float = 0.5) -> CheckResult:
     """Read the whole directory (waiting out a writer mid-widening) and report it."""
-    model = RunModel(directory, settle_seconds=settle_seconds)
+    model = RunModel(directory, settle_seconds=settle_seconds, keep_values=False)
     model.load_settled()
     charts = tuple(
         ChartSummary(chart.name, chart.rows, chart.last_step, chart.y_axis)

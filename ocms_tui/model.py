@@ -41,10 +41,12 @@ class Change:
 class ChartData:
     """One chart: its spec from metrics.json and the rows read from its CSV."""
 
-    def __init__(self, spec: ChartSpec, directory: Path, settle_seconds: float) -> None:
+    def __init__(
+        self, spec: ChartSpec, directory: Path, settle_seconds: float, keep_values: bool = True
+    ) -> None:
         self.spec = spec
         self.follower = CsvFollower(directory, spec.file, spec.y_axis, settle_seconds)
-        self._store = SeriesStore(len(spec.y_axis))
+        self._store = SeriesStore(len(spec.y_axis), keep_values)
         self.version = 0
 
     @property
@@ -89,7 +91,7 @@ class ChartData:
         return changed, result.more, result.held
 
     def _reset_store(self) -> None:
-        self._store = SeriesStore(len(self.spec.y_axis))
+        self._store = SeriesStore(len(self.spec.y_axis), self._store.keep_values)
 
     def _append(self, parsed: ParsedRows) -> None:
         store = self._store
@@ -144,9 +146,17 @@ class ChartData:
 class RunModel:
     """A metrics directory: read fully once, then incrementally on each refresh()."""
 
-    def __init__(self, directory: str | os.PathLike[str], settle_seconds: float = 1.0) -> None:
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        settle_seconds: float = 1.0,
+        keep_values: bool = True,
+    ) -> None:
+        """`keep_values=False`: count rows and keep stats and problems, but not the series
+        themselves (a one-shot check of a huge run then needs almost no memory)."""
         self.directory = Path(directory)
         self.settle_seconds = settle_seconds
+        self.keep_values = keep_values
         self.charts: tuple[ChartData, ...] = ()
         self.problems: tuple[Problem, ...] = ()
         self.exists = False
@@ -250,7 +260,8 @@ class RunModel:
     def _set_specs(self, specs: tuple[ChartSpec, ...]) -> bool:
         current = {chart.spec: chart for chart in self.charts}
         charts = tuple(
-            current.get(spec) or ChartData(spec, self.directory, self.settle_seconds)
+            current.get(spec)
+            or ChartData(spec, self.directory, self.settle_seconds, self.keep_values)
             for spec in specs
         )
         for chart, spec in zip(charts, specs, strict=True):

@@ -112,12 +112,7 @@ def parse_exact(data: bytes, context: ChunkContext) -> ParsedRows:
         fields = raw.split(b",")
         if len(fields) != width:
             if line_no == 1 and _looks_like_header(fields):
-                context.problems.add(
-                    Rule.HEADER_ROW,
-                    f"the first row {_shorten(raw)} looks like a header; ocms CSVs have none: "
-                    "delete it",
-                    line_no,
-                )
+                _report_header(context, raw)
             elif not raw:
                 context.problems.add(
                     Rule.ROW_WIDTH, "blank line; every line must be a row", line_no
@@ -133,12 +128,7 @@ def parse_exact(data: bytes, context: ChunkContext) -> ParsedRows:
         step_field = fields[0]
         if STEP_RE.fullmatch(step_field) is None or not 0 <= int(step_field) <= MAX_STEP:
             if line_no == 1 and _looks_like_header(fields):
-                context.problems.add(
-                    Rule.HEADER_ROW,
-                    f"the first row {_shorten(raw)} looks like a header; ocms CSVs have none: "
-                    "delete it",
-                    line_no,
-                )
+                _report_header(context, raw)
             else:
                 context.problems.add(
                     Rule.BAD_STEP,
@@ -174,6 +164,14 @@ def parse_exact(data: bytes, context: ChunkContext) -> ParsedRows:
         last_step=previous,
         lines=len(lines),
         exact_lines=len(lines),
+    )
+
+
+def _report_header(context: ChunkContext, raw: bytes) -> None:
+    context.problems.add(
+        Rule.HEADER_ROW,
+        f"the first row {_shorten(raw)} looks like a header; ocms CSVs have none: delete it",
+        1,
     )
 
 

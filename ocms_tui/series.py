@@ -115,17 +115,21 @@ class SeriesStore:
     """Steps plus one float column per y-axis name (NaN = gap), with running stats.
 
     One thread appends; others may read at any time: `rows` is published last, so a
-    reader that takes `rows` first always sees buffers at least that long.
+    reader that takes `rows` first always sees buffers at least that long. With
+    `keep_values=False` only counts and stats are kept (a one-shot check needs no series).
     """
 
-    def __init__(self, series: int) -> None:
+    def __init__(self, series: int, keep_values: bool = True) -> None:
         self._steps = GrowableArray(np.int64)
         self._columns = [GrowableArray(np.float64) for _ in range(series)]
         self._stats = tuple(SeriesStats() for _ in range(series))
+        self.keep_values = keep_values
         self.rows = 0
         self.last_step: int | None = None
 
     def reserve(self, rows: int) -> None:
+        if not self.keep_values:
+            return
         self._steps.reserve(rows)
         for column in self._columns:
             column.reserve(rows)
@@ -133,21 +137,23 @@ class SeriesStore:
     def append(self, parsed: ParsedRows) -> None:
         if not parsed.rows:
             return
-        self._steps.extend(parsed.steps)
-        for column, values in zip(self._columns, parsed.columns, strict=True):
-            column.extend(values)
+        if self.keep_values:
+            self._steps.extend(parsed.steps)
+            for column, values in zip(self._columns, parsed.columns, strict=True):
+                column.extend(values)
         self._stats = tuple(
             stats.updated(parsed.steps, values)
             for stats, values in zip(self._stats, parsed.columns, strict=True)
         )
         self.last_step = int(parsed.steps[-1])
-        self.rows = len(self._steps)
+        self.rows += parsed.rows
 
     def steps(self) -> np.ndarray:
-        return self._steps.view(self.rows)
+        return self._steps.view(min(self.rows, len(self._steps)))
 
     def values(self, series: int) -> np.ndarray:
-        return self._columns[series].view(self.rows)
+        column = self._columns[series]
+        return column.view(min(self.rows, len(column)))
 
     def stats(self, series: int) -> SeriesStats:
         return self._stats[series]

@@ -162,6 +162,17 @@ def test_problems_come_and_go(tmp_path: Path) -> None:
     assert model.refresh().problems and model.problems == ()
 
 
+def test_a_check_model_counts_rows_without_keeping_them(tmp_path: Path) -> None:
+    _write_schema(tmp_path, {"loss": ["loss"]})
+    (tmp_path / "loss.csv").write_bytes(b"".join(b"%d,%d.5\n" % (i, i) for i in range(50_000)))
+    model = RunModel(tmp_path, keep_values=False)
+    model.refresh()
+    (loss,) = model.charts
+    assert (loss.rows, loss.last_step, loss.nbytes) == (50_000, 49_999, 0)
+    assert (loss.stats(0).latest, loss.stats(0).maximum) == (49_999.5, 49_999.5)
+    assert len(loss.steps()) == 0
+
+
 def test_core_does_not_import_textual() -> None:
     code = (
         "import sys, ocms_tui.model, ocms_tui.checker, ocms_tui.report, ocms_tui.cli, "
