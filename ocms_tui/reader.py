@@ -323,7 +323,8 @@ class CsvFollower:
         if end >= size and self._read_since_trim >= READ_BLOCK_BYTES:
             self._read_since_trim = 0
             _give_back_freed_blocks()
-        return end < size
+        # An unfinished last line is not "more": it cannot be read until it is finished.
+        return end < size and self.offset < size and not self._partial
 
     def _next_block(self, descriptor: int, size: int, end: int) -> bytes | None:
         """The next run of complete lines before `end` (offset moves past it), or None."""

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from ocms_recorder import MAX_CHARTS, OcmsRecorder, chart_file_name, is_valid_name
@@ -424,20 +423,13 @@ def test_any_chunking_and_budget_gives_the_model_of_one_full_read(
                     handle.write(contents[name][written[name] : written[name] + size])
                 written[name] += size
             follower.refresh(budget_bytes=budgets[index % len(budgets)])
-        while follower.refresh().more:  # see the xfail below for why not with a budget
+        while follower.refresh().more:
             pass
         whole = RunModel(directory, settle_seconds=0.0)
         whole.refresh()
         assert_same_model(snapshot_of(follower), snapshot_of(whole))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="reader.py: CsvFollower._read_new returns more=True whenever the budget ends "
-    "before the file does, also when all that is left is an unfinished last line it "
-    "cannot read yet; so RunModel.refresh(budget) reports Change.more forever (and "
-    "model.loading stays True) for a file whose partial last line is longer than the budget",
-)
 def test_a_budget_shorter_than_an_unfinished_last_line_does_not_report_more_forever(
     tmp_path: Path,
 ) -> None:
