@@ -1,0 +1,151 @@
+"""`ocms-tui --serve`: the same dashboard in a browser, through textual-serve.
+
+textual-serve starts one dashboard process per browser tab, from a shell command line.
+That line is built here with `shlex`, so a directory name can never add shell syntax, and
+it runs this same interpreter, so the served dashboard is exactly the installed one.
+
+Only loopback is bound unless another address is asked for: the dashboard shows file
+paths and metric names, and the usual way in from a laptop is an SSH tunnel.
+"""
+
+from __future__ import annotations
+
+import errno
+import ipaddress
+import shlex
+import socket
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from ocms_tui.report import ExitCode
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+INSTALL_HINT = "pip install 'ocms-tui[serve]'"
+
+# Why a bind failed, in words a user can act on; anything else is reported as-is.
+_BIND_ERRORS = {
+    errno.EADDRINUSE: "port {port} on {host} is already in use; pick another with --port N",
+    errno.EADDRNOTAVAIL: "{host} is not an address of this machine; the default is --host 127.0.0.1",
+    errno.EACCES: "no permission to listen on port {port}; ports below 1024 need root, try --port 8000",
+}
+
+
+def dashboard_command(paths: Sequence[Path], poll: float | None = None) -> str:
+    """The shell command line textual-serve runs for each browser session.
+
+    Paths are made absolute (the server's working directory is not promised to anyone)
+    and follow `--`, so a directory named like an option stays a directory.
+    """
+    arguments = [sys.executable, "-m", "ocms_tui"]
+    if poll is not None:
+        arguments += ["--poll", repr(float(poll))]
+    arguments += ["--", *(str(path.absolute()) for path in paths)]
+    return shlex.join(arguments)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def browser_url(host: str, port: int) -> str:
+    """The address a browser uses: a wildcard bind is reached through this machine's name."""
+    if host in ("", "0.0.0.0", "::"):
+        host = socket.gethostname()
+    elif ":" in host:  # an IPv6 literal needs brackets in a URL
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
+
+
+def startup_message(host: str, port: int) -> str:
+    lines = [f"ocms-tui dashboard at {browser_url(host, port)}  (Ctrl+C stops serving)"]
+    if is_loopback(host):
+        # The page connects its websocket back to the same port, so the tunnel keeps it.
+        lines.append(
+            f"From another machine: ssh -L {port}:127.0.0.1:{port} THIS_HOST, "
+            f"then open http://127.0.0.1:{port} there."
+        )
+    else:
+        lines.append(f"Listening on {host}: anyone who can reach this port can see the dashboard.")
+    return "\n".join(lines)
+
+
+def serve_dashboard(
+    paths: list[Path],
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    poll: float | None = None,
+) -> int:
+    """Serve the dashboard on `paths` at http://host:port until interrupted.
+
+    Returns an ExitCode: OK after Ctrl+C or SIGTERM, USAGE when textual-serve is missing,
+    a directory does not exist, or the address cannot be bound (port in use, ...).
+    """
+    try:
+        from textual_serve.server import Server
+    except ImportError:
+        return _fail(f"--serve needs textual-serve: {INSTALL_HINT}")
+    missing = [path for path in paths if not path.exists()]
+    if missing:
+        return _fail(f"{missing[0]}: no such directory")
+
+    bind_error = _bind_error(host, port)
+    if bind_error is not None:
+        return _fail(bind_error)
+
+    class DashboardServer(Server):
+        async def on_startup(self, app: object) -> None:
+            # Replaces textual-serve's banner, which shows the raw command line.
+            print(startup_message(host, port), flush=True)
+
+    server = DashboardServer(
+        dashboard_command(paths, poll),
+        host=host,
+        port=port,
+        title="ocms-tui",
+        public_url=browser_url(host, port),
+    )
+    try:
+        server.serve()
+    except OSError as error:  # lost a race for the port since the probe
+        return _fail(_describe_bind_error(error, host, port))
+    return ExitCode.OK
+
+
+def _bind_error(host: str, port: int) -> str | None:
+    """Why `host:port` cannot be listened on, found before the server starts.
+
+    aiohttp runs the startup hook (which prints the URL) before it binds, so without
+    this probe a taken port would print a URL and then fail.
+    """
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as error:
+        return f"cannot serve on {host}:{port}: {error.strerror}"
+    for family, kind, protocol, _name, address in addresses:
+        with socket.socket(family, kind, protocol) as probe:
+            # The same option aiohttp sets, so a port in TIME_WAIT is not refused here only.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(address)
+            except OSError as error:
+                return _describe_bind_error(error, host, port)
+    return None
+
+
+def _describe_bind_error(error: OSError, host: str, port: int) -> str:
+    template = _BIND_ERRORS.get(error.errno or 0)
+    reason = template.format(host=host, port=port) if template else str(error)
+    return f"cannot serve on {host}:{port}: {reason}"
+
+
+def _fail(message: str, stream: TextIO | None = None) -> int:
+    print(f"ocms-tui: {message}", file=stream or sys.stderr)
+    return ExitCode.USAGE
