@@ -102,6 +102,6 @@ async def test_polling_follows_too(tmp_path: Path) -> None:
     app = OcmsApp(tmp_path, poll=0.1)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for_text(pilot, "step 9 · 10 rows")
-        assert app.watcher is not None and app.watcher.description == "polling every 0.1s"
+        assert [watcher.description for watcher in app.watchers.values()] == ["polling every 0.1s"]
         append_rows(tmp_path / "loss.csv", ["10,0.25,"])
         await wait_for_text(pilot, "step 10 · 11 rows")

@@ -37,11 +37,11 @@ def grid_columns(width: int, height: int, panels: int) -> int:
     return best
 
 
-def row_height(height: int, rows: int) -> int:
+def row_height(height: int, rows: int, minimum: int = MIN_PANEL_HEIGHT) -> int:
     """Rows share the height when they fit; otherwise each screenful holds whole panels."""
-    if rows * MIN_PANEL_HEIGHT <= height:
+    if rows * minimum <= height:
         return max(1, height // rows)
-    return max(MIN_PANEL_HEIGHT, height // max(1, height // MIN_PANEL_HEIGHT))
+    return max(minimum, height // max(1, height // minimum))
 
 
 class ChartGrid(VerticalScroll, can_focus=False):
@@ -105,5 +105,7 @@ class ChartGrid(VerticalScroll, can_focus=False):
         count = max(1, len(panels))
         columns = 1 if self.maximised else grid_columns(width, height, count)
         rows = math.ceil(count / columns)
+        # Runs overlaid make long legends: a panel keeps room for its plot under them.
+        minimum = max([MIN_PANEL_HEIGHT, *(panel.min_height for panel in panels)])
         self.styles.grid_size_columns = columns
-        self.styles.grid_rows = str(height if self.maximised else row_height(height, rows))
+        self.styles.grid_rows = str(height if self.maximised else row_height(height, rows, minimum))

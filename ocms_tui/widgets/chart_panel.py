@@ -12,8 +12,16 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 
 from ocms_tui.model import ChartData
+from ocms_tui.runset import OverlayChart, RunChart
 from ocms_tui.widgets.chart_plot import ChartPlot
-from ocms_tui.widgets.plotting import Series, series_color, view_values
+from ocms_tui.widgets.plotting import (
+    MARKER,
+    RGB,
+    Series,
+    series_color,
+    series_marker,
+    view_values,
+)
 from ocms_tui.widgets.safe_text import safe_text
 from ocms_tui.widgets.series_table import SeriesRow, SeriesTable
 
@@ -32,6 +40,7 @@ BIG_CHANGE_ROWS = 10_000  # and at least this many rows: a small run streaming i
 LOADING_CPU_SHARE = 0.03
 TABLE_INTERVAL = 4.0
 
+MIN_PLOT_ROWS = 7  # with the border and the legend's header, 4 series fit in 14 rows
 SMOOTHING_WEIGHTS = (0.0, 0.6, 0.9, 0.99)
 MAX_ZOOM = 12
 
@@ -42,6 +51,33 @@ class SharedView:
 
     smoothing: float = 0.0
     zoom: int = 0  # show the latest 1/2**zoom of the steps
+
+
+@dataclass(frozen=True)
+class Line:
+    """One series of one run as this panel draws it."""
+
+    source: RunChart
+    index: int  # the series' position in the chart's y axis
+    label: str  # untrusted text (from files): rendered plain
+    color: RGB
+    marker: str
+
+
+def panel_lines(overlay: OverlayChart, overlaid: bool) -> tuple[Line, ...]:
+    """One run: a colour per series. Runs overlaid: a colour per run, a marker per series,
+    labels naming run and series."""
+    lines = []
+    for source in overlay.sources:
+        for index, name in enumerate(source.chart.y_axis):
+            if overlaid:
+                label = f"{source.run.name} · {name}"
+                lines.append(
+                    Line(source, index, label, series_color(source.run.color), series_marker(index))
+                )
+            else:
+                lines.append(Line(source, index, name, series_color(index), MARKER))
+    return tuple(lines)
 
 
 @dataclass
@@ -76,21 +112,46 @@ class ChartPanel(Vertical, can_focus=True):
         Binding("down", "app.focus_chart(0, 1)", show=False),
     ]
 
-    def __init__(self, chart: ChartData, shared: SharedView, view: PanelView) -> None:
+    def __init__(
+        self,
+        overlay: OverlayChart,
+        shared: SharedView,
+        view: PanelView,
+        overlaid: bool = False,
+    ) -> None:
         super().__init__()
-        self.chart = chart
+        self.overlay = overlay
+        self.lines = panel_lines(overlay, overlaid)
         self.shared = shared
         self.view = view
         self.plot = ChartPlot(self._series_for_plot)
         self.table = SeriesTable()
-        self._seen_version = -1
+        self._seen_version: tuple[int, ...] = ()
         self._table_at = float("-inf")
         self._table_dirty = True
         self._plot_dirty = True
-        self._sorted_for: tuple[int, int] | None = None
+        self._sorted_for: tuple[tuple[int, int], ...] | None = None
         self._drawn_rows = 0
-        self._steps_sorted = False
-        self.border_title = safe_text(chart.name)
+        self._steps_sorted: dict[int, bool] = {}
+        self.border_title = safe_text(overlay.name)
+
+    @property
+    def name(self) -> str:
+        return self.overlay.name
+
+    @property
+    def min_height(self) -> int:
+        """Rows this panel needs: border, plot, the legend's header and a line per series."""
+        return 2 + MIN_PLOT_ROWS + 1 + len(self.lines)
+
+    @property
+    def chart(self) -> ChartData:
+        """The first run's chart (the only one unless runs are overlaid)."""
+        return self.overlay.sources[0].chart
+
+    @property
+    def charts(self) -> tuple[ChartData, ...]:
+        return tuple(source.chart for source in self.overlay.sources)
 
     def compose(self) -> ComposeResult:
         yield self.plot
@@ -102,7 +163,7 @@ class ChartPanel(Vertical, can_focus=True):
 
     def sync(self, now: float, force: bool = False) -> None:
         """Take new data into account, within the redraw budget (or now, with `force`)."""
-        version = self.chart.version
+        version = tuple(chart.version for chart in self.charts)
         if version != self._seen_version:
             self._seen_version = version
             self._table_dirty = self._plot_dirty = True
@@ -113,7 +174,7 @@ class ChartPanel(Vertical, can_focus=True):
             self._table_dirty = False
             self._table_at = now
             self._show_table()
-        rows = self.chart.rows
+        rows = sum(chart.rows for chart in self.charts)
         grown = rows - self._drawn_rows
         big_change = rows < self._drawn_rows or (
             grown > BIG_CHANGE_ROWS and grown > self._drawn_rows * BIG_CHANGE
@@ -131,7 +192,7 @@ class ChartPanel(Vertical, can_focus=True):
         self.sync(0.0, force=True)
 
     def toggle_series(self, index: int) -> bool:
-        if not 0 <= index < len(self.chart.y_axis):
+        if not 0 <= index < len(self.lines):
             return False
         self.view.hidden ^= {index}
         self.redraw()
@@ -146,12 +207,18 @@ class ChartPanel(Vertical, can_focus=True):
         return min(MAX_PLOT_INTERVAL, max(MIN_PLOT_INTERVAL, budget))
 
     def _show_table(self) -> None:
-        chart = self.chart
         rows = [
-            SeriesRow(name, series_color(index), chart.stats(index), index in self.view.hidden)
-            for index, name in enumerate(chart.y_axis)
+            SeriesRow(
+                line.label,
+                line.color,
+                line.source.chart.stats(line.index),
+                number in self.view.hidden,
+                line.marker,
+            )
+            for number, line in enumerate(self.lines)
         ]
-        self.table.show(rows, chart.last_step, chart.rows)
+        steps = [chart.last_step for chart in self.charts if chart.last_step is not None]
+        self.table.show(rows, max(steps, default=None), sum(chart.rows for chart in self.charts))
 
     def _subtitle(self) -> Text | None:
         """The view settings in effect (the data's step and rows head the legend)."""
@@ -165,27 +232,41 @@ class ChartPanel(Vertical, can_focus=True):
         return Text(" · ".join(parts)) if parts else None
 
     def _series_for_plot(self) -> tuple[list[Series], bool, tuple[float, float] | None]:
-        chart = self.chart
-        steps = chart.steps()
-        if self._sorted_for != (chart.version, steps.size):
+        all_steps = {id(chart): chart.steps() for chart in self.charts}
+        sorted_key = tuple((chart.version, all_steps[id(chart)].size) for chart in self.charts)
+        if self._sorted_for != sorted_key:
             # One pass per data version, saving one per series and draw.
-            self._sorted_for = (chart.version, steps.size)
-            self._steps_sorted = bool(np.all(steps[1:] >= steps[:-1]))
+            self._sorted_for = sorted_key
+            self._steps_sorted = {
+                id(chart): bool(np.all(steps[1:] >= steps[:-1]))
+                for chart in self.charts
+                for steps in (all_steps[id(chart)],)
+            }
         series = []
-        for index in range(len(chart.y_axis)):
-            if index in self.view.hidden:
+        for number, line in enumerate(self.lines):
+            if number in self.view.hidden:
                 continue
-            values = chart.values(index)
+            chart = line.source.chart
+            steps = all_steps[id(chart)]
+            values = chart.values(line.index)
             # steps() and values() are two reads of a growing store: use their common rows.
             rows = min(len(steps), len(values))
             shown = view_values(values[:rows], self.shared.smoothing, self.view.log_y)
             series.append(
-                Series(steps[:rows], shown, series_color(index), steps_sorted=self._steps_sorted)
+                Series(
+                    steps[:rows],
+                    shown,
+                    line.color,
+                    steps_sorted=self._steps_sorted.get(id(chart), False),
+                    marker=line.marker,
+                )
             )
-        return series, self.view.log_y, self._x_range(steps)
+        return series, self.view.log_y, self._x_range(list(all_steps.values()))
 
-    def _x_range(self, steps: np.ndarray) -> tuple[float, float] | None:
-        if not self.shared.zoom or steps.size == 0:
+    def _x_range(self, all_steps: list[np.ndarray]) -> tuple[float, float] | None:
+        present = [steps for steps in all_steps if steps.size]
+        if not self.shared.zoom or not present:
             return None
-        low, high = float(steps.min()), float(steps.max())
+        low = min(float(steps.min()) for steps in present)
+        high = max(float(steps.max()) for steps in present)
         return (high - (high - low) / 2**self.shared.zoom, high)

@@ -33,6 +33,9 @@ PALETTE: tuple[RGB, ...] = (
 
 MARKER = "braille"
 MARKER_PIXELS_PER_COLUMN = 2  # braille: 2 dots across, 4 down (plotext's marker_factor)
+# When runs are overlaid, colour names the run and the marker the series: a run's first
+# series is a fine braille line, its others lines of coarser characters (one per column).
+SERIES_MARKERS = (MARKER, "•", "+", "x", "*", "o", "#", "%")
 # plotext's frame takes 2 columns; its y tick labels about 6 more. Only a first guess: the
 # real canvas width is read back after each build and remembered.
 _FRAME_AND_LABEL_GUESS = 8
@@ -40,6 +43,10 @@ _FRAME_AND_LABEL_GUESS = 8
 
 def series_color(index: int) -> RGB:
     return PALETTE[index % len(PALETTE)]
+
+
+def series_marker(index: int) -> str:
+    return SERIES_MARKERS[index % len(SERIES_MARKERS)]
 
 
 @dataclass(frozen=True)
@@ -50,6 +57,11 @@ class Series:
     values: npt.NDArray[np.float64]
     color: RGB
     steps_sorted: bool = False  # a promise that steps never decrease: cheaper extents and M4
+    marker: str = MARKER
+
+    @property
+    def pixels_per_column(self) -> int:
+        return MARKER_PIXELS_PER_COLUMN if self.marker == MARKER else 1
 
 
 @dataclass(frozen=True)
@@ -149,14 +161,14 @@ class ChartCanvas:
                 steps, values = m4(
                     line.steps,
                     line.values,
-                    max(1, canvas_columns) * MARKER_PIXELS_PER_COLUMN,
+                    max(1, canvas_columns) * line.pixels_per_column,
                     x_range=extent,
                     x_sorted=line.steps_sorted,
                 )
             if values.size == 0:
                 continue
             self.points_drawn += int(values.size)
-            figure.plot(steps.tolist(), values.tolist(), marker=MARKER, color=line.color)
+            figure.plot(steps.tolist(), values.tolist(), marker=line.marker, color=line.color)
         return str(figure.build())
 
 

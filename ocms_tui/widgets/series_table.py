@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from ocms_tui.model import SeriesStats
-from ocms_tui.widgets.plotting import RGB
+from ocms_tui.widgets.plotting import MARKER, RGB
 from ocms_tui.widgets.safe_text import safe_text
 
 
@@ -31,6 +31,7 @@ class SeriesRow:
     color: RGB
     stats: SeriesStats
     hidden: bool
+    marker: str = MARKER  # how the plot draws it: a line of braille dots, or of this character
 
 
 class SeriesTable(Static):
@@ -123,7 +124,7 @@ def _table(rows: Sequence[SeriesRow], last_step: int | None, total_rows: int, wi
     for index, row in enumerate(rows):
         color = Style(color=f"rgb({row.color[0]},{row.color[1]},{row.color[2]})")
         label = Text(str(index + 1) if index < 9 else " ", style=color + Style(bold=True))
-        label.append("━ ", style=color)
+        label.append("━ " if row.marker == MARKER else f"{row.marker} ", style=color)
         label.append_text(safe_text(row.name))
         label.truncate(name_width, overflow="ellipsis", pad=True)
         value = Text(" " * (latest_width - len(latest[index]) - len(steps[index])))
