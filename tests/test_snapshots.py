@@ -79,3 +79,15 @@ def test_help_screen(demo_app: OcmsApp, snap_compare: Callable[..., bool]) -> No
         await pilot.pause()
 
     assert snap_compare(demo_app, terminal_size=(100, 32), run_before=open_help)
+
+
+def test_three_run_comparison(tmp_path: Path, snap_compare: Callable[..., bool]) -> None:
+    for index, steps in enumerate((800, 1000, 1200)):
+        directory = tmp_path / "out" / f"run_{index + 1}" / "ocms_metrics"
+        write_demo_run(directory, steps=steps, seed=index)
+        pin_times(directory)
+    app = OcmsApp(
+        tmp_path / "out", watch=False, directory_label="out", clock=lambda: PINNED_TIME + 3
+    )
+    app.animation_level = "none"
+    assert snap_compare(app, terminal_size=(160, 48), run_before=settled)

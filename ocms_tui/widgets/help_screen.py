@@ -25,6 +25,9 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("space", "pause / resume following the run"),
     ("r", "reload the directory from scratch"),
     ("p", "show / hide the problems pane"),
+    ("b", "show / hide the run list (when several runs are followed)"),
+    ("/", "filter the run list by typing (enter: into the list, escape: back to the charts)"),
+    ("space / enter", "in the run list: show / hide the highlighted run's lines"),
     ("ctrl+p", "command palette (themes: light and dark)"),
 )
 
@@ -33,7 +36,9 @@ ABOUT = (
     "of every series underneath. Large runs are drawn from at most four points per pixel "
     "column (M4), which draws exactly the picture of all points. The status bar says whether "
     "the run is live (written in the last 30 s) or stale; the problems pane lists what "
-    "`ocms-tui --check` would report."
+    "`ocms-tui --check` would report. With several runs, each chart overlays them: one "
+    "colour per run, a line style per series (its marker in the legend), runs appearing "
+    "under a parent directory join while the dashboard is open."
 )
 
 
