@@ -128,10 +128,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"wrote {options.snapshot}")
         return ExitCode.OK
     from ocms_tui.app import run_dashboard
-    from ocms_tui.runs import discover_runs
 
-    runs = discover_runs(paths)
-    return run_dashboard(runs[0].directory, poll=options.poll)
+    return run_dashboard(paths, poll=options.poll)  # runs under parents are found there
 
 
 def _check(paths: list[Path], output_format: str, strict: bool) -> int:
