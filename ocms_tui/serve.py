@@ -10,6 +10,7 @@ paths and metric names, and the usual way in from a laptop is an SSH tunnel.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import ipaddress
 import shlex
@@ -17,7 +18,7 @@ import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from ocms_tui.report import ExitCode
 
@@ -100,10 +101,27 @@ def serve_dashboard(
     if bind_error is not None:
         return _fail(bind_error)
 
+    open_sessions: set[asyncio.Task[Any]] = set()
+
     class DashboardServer(Server):
         async def on_startup(self, app: object) -> None:
             # Replaces textual-serve's banner, which shows the raw command line.
             print(startup_message(host, port), flush=True)
+
+        async def handle_websocket(self, request: Any) -> Any:
+            session = asyncio.current_task()
+            if session is not None:
+                open_sessions.add(session)
+            try:
+                return await super().handle_websocket(request)
+            finally:
+                open_sessions.discard(session)  # type: ignore[arg-type]
+
+        async def on_shutdown(self, app: object) -> None:
+            # aiohttp would wait for open browser tabs (about 25 s) before Ctrl+C takes
+            # effect; ending each session quits its dashboard and closes its websocket.
+            for session in list(open_sessions):
+                session.cancel()
 
     server = DashboardServer(
         dashboard_command(paths, poll),

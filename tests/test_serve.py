@@ -102,13 +102,14 @@ def served(tmp_path: Path) -> Iterator[Served]:
     launcher = tmp_path / "launch_serve.py"
     launcher.write_text(LAUNCHER, encoding="utf-8")
     port = free_loopback_port()
-    process = subprocess.Popen(
-        [sys.executable, str(launcher), str(port), str(run_directory)],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    with (tmp_path / "serve.log").open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, str(launcher), str(port), str(run_directory)],
+            cwd=tmp_path,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     url = f"http://127.0.0.1:{port}/"
     try:
         wait_for_http(url, process)
@@ -125,6 +126,20 @@ def chart_titles_missing(screen_text: str) -> list[str]:
 
 def shows_whole_run(screen_text: str) -> bool:
     return not chart_titles_missing(screen_text) and LAST_STEP in screen_text
+
+
+def live_processes_in_group(group: int) -> list[int]:
+    """Processes (not zombies) in a process group, from /proc."""
+    found = []
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            # Fields after the parenthesised command: state, ppid, pgrp, ...
+            state, _parent, process_group = stat_file.read_text().rsplit(")", 1)[1].split()[:3]
+        except (OSError, IndexError, ValueError):
+            continue  # exited while we looked
+        if int(process_group) == group and state != "Z":
+            found.append(int(stat_file.parent.name))
+    return found
 
 
 def assert_shows_every_chart(screen_text: str) -> None:
@@ -213,6 +228,39 @@ async def test_websocket_session_renders_every_chart(served: Served) -> None:
             elif message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED):
                 break
     assert_shows_every_chart("\n".join(screen.display))
+
+
+async def read_until_closed(websocket: aiohttp.ClientWebSocketResponse) -> None:
+    while not websocket.closed:
+        message = await websocket.receive()
+        if message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED):
+            return
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process groups from /proc")
+async def test_sigterm_with_a_browser_connected_stops_promptly_with_its_dashboards(
+    served: Served,
+) -> None:
+    group = served.process.pid
+    url = f"ws://127.0.0.1:{served.port}/ws?width=100&height=30"
+    async with aiohttp.ClientSession() as session, session.ws_connect(url) as websocket:
+        first = await websocket.receive(timeout=SCREEN_SECONDS)
+        assert first.type == aiohttp.WSMsgType.BINARY  # a dashboard is drawing
+        dashboards = [pid for pid in live_processes_in_group(group) if pid != group]
+        assert dashboards, "no dashboard process for the open session"
+        # Keep reading, as a browser does, so the server's close handshake is answered.
+        reading = asyncio.create_task(read_until_closed(websocket))
+        started = time.monotonic()
+        served.process.send_signal(signal.SIGTERM)  # the server only, as Ctrl+C would
+        exit_code = await asyncio.to_thread(served.process.wait, 15)
+        stopped_after = time.monotonic() - started
+        await asyncio.wait_for(reading, timeout=5)
+    assert exit_code == 0
+    assert stopped_after < 5, f"took {stopped_after:.1f} s to stop with a browser connected"
+    deadline = time.monotonic() + 5
+    while live_processes_in_group(group) and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert not live_processes_in_group(group), "dashboard processes outlived the server"
 
 
 # Installed before the page's scripts run: textual-serve keeps its xterm.js Terminal in a
