@@ -66,12 +66,14 @@ def browser_url(host: str, port: int) -> str:
 
 
 def startup_message(host: str, port: int) -> str:
-    lines = [f"ocms-tui dashboard at {browser_url(host, port)}  (Ctrl+C stops serving)"]
+    url = browser_url(host, port)
+    lines = [f"ocms-tui dashboard at {url}  (Ctrl+C stops serving)"]
     if is_loopback(host):
-        # The page connects its websocket back to the same port, so the tunnel keeps it.
+        tunnel_target = url.removeprefix("http://").rsplit(":", 1)[0]
+        # The page's websocket URL names this host and port, so the tunnel must keep both.
         lines.append(
-            f"From another machine: ssh -L {port}:127.0.0.1:{port} THIS_HOST, "
-            f"then open http://127.0.0.1:{port} there."
+            f"From another machine: ssh -L {port}:{tunnel_target}:{port} {socket.gethostname()}"
+            f" (same port on both ends), then open {url} there."
         )
     else:
         lines.append(f"Listening on {host}: anyone who can reach this port can see the dashboard.")

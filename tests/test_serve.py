@@ -151,13 +151,22 @@ def assert_shows_every_chart(screen_text: str) -> None:
 
 def test_command_line_quotes_directory_names(tmp_path: Path) -> None:
     hostile = tmp_path / HOSTILE_NAME
-    command = dashboard_command([hostile], poll=0.5)
+    option_like = Path("--check")  # relative: made absolute, and after `--` anyway
+    command = dashboard_command([hostile, option_like], poll=0.5)
     assert shlex.split(command) == [
         sys.executable,
         "-m",
         "ocms_tui",
         "--poll",
         "0.5",
+        "--",
+        str(hostile),
+        str(Path.cwd() / "--check"),
+    ]
+    assert shlex.split(dashboard_command([hostile])) == [
+        sys.executable,
+        "-m",
+        "ocms_tui",
         "--",
         str(hostile),
     ]
@@ -219,7 +228,7 @@ async def test_websocket_session_renders_every_chart(served: Served) -> None:
         while time.monotonic() < deadline:
             try:
                 message = await websocket.receive(timeout=max(0.1, deadline - time.monotonic()))
-            except TimeoutError:
+            except asyncio.TimeoutError:  # not yet TimeoutError on Python 3.10
                 break
             if message.type == aiohttp.WSMsgType.BINARY:
                 stream.feed(message.data)
