@@ -291,7 +291,7 @@ Object.defineProperty(Object.prototype, "terminal", {
 READ_SCREEN_JS = """
 (() => {
   const terminal = window.__servedTerminal;
-  if (!terminal) return "";
+  if (!terminal) return null;
   const buffer = terminal.buffer.active;
   const rows = [];
   for (let y = 0; y < terminal.rows; y++) {
@@ -372,14 +372,18 @@ async def test_chromium_shows_every_chart_name(served: Served, chromium_page: De
     await chromium_page.call("Page.addScriptToEvaluateOnNewDocument", source=CATCH_TERMINAL_JS)
     started = time.monotonic()
     await chromium_page.call("Page.navigate", url=served.url)
-    screen_text = ""
+    screen_text: str | None = None
     while time.monotonic() - started < SCREEN_SECONDS:
         result = await chromium_page.call(
             "Runtime.evaluate", expression=READ_SCREEN_JS, returnByValue=True
         )
-        screen_text = str(result["result"].get("value", ""))  # type: ignore[union-attr]
-        if shows_whole_run(screen_text):
+        screen_text = result["result"].get("value")  # type: ignore[union-attr]
+        if screen_text is not None and shows_whole_run(screen_text):
             break
         await asyncio.sleep(0.5)
-    print(f"chromium showed every chart after {time.monotonic() - started:.1f} s")
+    print(f"chromium: {time.monotonic() - started:.1f} s from navigation to every chart")
+    assert screen_text is not None, (
+        "the page made no xterm.js Terminal in a `terminal` property: "
+        "has textual-serve's page changed? (see CATCH_TERMINAL_JS)"
+    )
     assert_shows_every_chart(screen_text)
