@@ -89,12 +89,16 @@ def serve_dashboard(
     """Serve the dashboard on `paths` at http://host:port until interrupted.
 
     Returns an ExitCode: OK after Ctrl+C or SIGTERM, USAGE when textual-serve is missing,
-    a directory does not exist, or the address cannot be bound (port in use, ...).
+    the port is out of range, a directory does not exist, or the address cannot be bound
+    (port in use, not this machine's address, no permission).
     """
     try:
         from textual_serve.server import Server
     except ImportError:
         return _fail(f"--serve needs textual-serve: {INSTALL_HINT}")
+    if not 1 <= port <= 65535:
+        # Port 0 would bind a random port while the printed URL and the page said 0.
+        return _fail(f"--port must be between 1 and 65535, got {port}")
     missing = [path for path in paths if not path.exists()]
     if missing:
         return _fail(f"{missing[0]}: no such directory")

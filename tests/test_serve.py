@@ -28,7 +28,7 @@ aiohttp = pytest.importorskip("aiohttp")
 pyte = pytest.importorskip("pyte")
 
 from ocms_tui.demo import write_demo_run  # noqa: E402
-from ocms_tui.serve import dashboard_command, startup_message  # noqa: E402
+from ocms_tui.serve import dashboard_command, serve_dashboard, startup_message  # noqa: E402
 
 LAST_STEP = "step 199"  # the legend line of a chart read to the demo's last step
 CHART_NAMES = ("loss", "learning_rate", "epoch", "timing", "eval_score", "grad_norm")
@@ -179,6 +179,15 @@ def test_startup_message_gives_url_and_tunnel_and_warns_off_loopback() -> None:
     exposed = startup_message("0.0.0.0", 8000)
     assert "anyone who can reach this port" in exposed
     assert "ssh -L" not in exposed
+
+
+def test_port_out_of_range_and_missing_directory_are_usage_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert serve_dashboard([tmp_path], port=0) == 2
+    assert "--port must be between 1 and 65535, got 0" in capsys.readouterr().err
+    assert serve_dashboard([tmp_path / "absent"], port=free_loopback_port()) == 2
+    assert f"{tmp_path / 'absent'}: no such directory" in capsys.readouterr().err
 
 
 def test_port_in_use_is_a_usage_error_without_traceback(tmp_path: Path) -> None:
