@@ -67,6 +67,18 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument(
         "--snapshot", metavar="OUT.svg", type=Path, help="render the dashboard once to an SVG"
     )
+    mode.add_argument(
+        "--serve",
+        action="store_true",
+        help="serve the dashboard to a browser (textual-serve), on 127.0.0.1 unless --host",
+    )
+    parser.add_argument("--port", type=int, default=8000, metavar="N", help="--serve port")
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        metavar="ADDR",
+        help="--serve address (default 127.0.0.1; any other is reachable from the network)",
+    )
     parser.add_argument(
         "--format", choices=FORMATS, default="text", help="--check output (default: text)"
     )
@@ -121,6 +133,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ocms_tui.demo import run_demo
 
         return run_demo(poll=options.poll)
+    if options.serve:
+        from ocms_tui.serve import serve_dashboard
+
+        return serve_dashboard(paths, host=options.host, port=options.port, poll=options.poll)
     if options.snapshot is not None:
         from ocms_tui.app import save_snapshot
 
