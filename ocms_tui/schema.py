@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from ocms_recorder import (
     MAX_CHARTS,
+    MAX_SERIES_PER_CHART,
     METRICS_JSON,
     X_AXIS,
     chart_file_name,
@@ -200,6 +201,14 @@ def _check_chart(
         report(
             Rule.BAD_SCHEMA,
             f'{label}: "y_axis" must be a non-empty list of series names, got {_display(y_axis)}',
+            line,
+        )
+        return None
+    if len(y_axis) > MAX_SERIES_PER_CHART:
+        report(
+            Rule.BAD_SCHEMA,
+            f"{label} declares {len(y_axis):,} series; a chart may have at most "
+            f"{MAX_SERIES_PER_CHART:,}, so it is not read: split it into several charts",
             line,
         )
         return None

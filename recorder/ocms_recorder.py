@@ -27,6 +27,9 @@ __version__ = "0.1.0"
 
 FORMAT_VERSION = 1
 MAX_CHARTS = 6  # ocms hard limit
+# **decision**: series per chart. No UI draws more; the cap keeps a reader's memory bounded
+# by the files' size (a 4 MB metrics.json could otherwise declare a million series).
+MAX_SERIES_PER_CHART = 1000
 METRICS_JSON = "metrics.json"
 CSV_SUFFIX = ".csv"
 METRICS_ENV = "METRICS"
@@ -521,7 +524,8 @@ class OcmsRecorder:
 
     def _route_into_group(self, key: str, group_index: int) -> Optional[_Route]:
         chart = self._chart_for_group(group_index)
-        route = None if chart is None else (chart, self._claim_column(chart, key))
+        column = None if chart is None else self._claim_column(chart, key)
+        route = None if chart is None or column is None else (chart, column)
         self._routes[key] = route
         return route
 
@@ -542,15 +546,26 @@ class OcmsRecorder:
             self._layout_dirty = True
         return chart
 
-    def _claim_column(self, chart: _Chart, key: str) -> int:
+    def _claim_column(self, chart: _Chart, key: str) -> Optional[int]:
         """The y-axis column for `key`: its sanitized name, suffixed `_2`, `_3`, ... when
         another key of this chart already sanitized to it. A resumed run matches columns
-        by name, so colliding keys claim them in this run's first-seen order."""
+        by name, so colliding keys claim them in this run's first-seen order. None (said
+        once) when the chart already has MAX_SERIES_PER_CHART series."""
         base = sanitize_key(key)
         name, suffix = base, 1
         while name in chart.claimed:
             suffix += 1
             name = f"{base}_{suffix}"
+        if name not in chart.y_axis and len(chart.y_axis) >= MAX_SERIES_PER_CHART:
+            self._warn_once(
+                "too-many-series:" + chart.name,
+                "chart %r already has %d series (the most a chart may have); %r and any "
+                "later new key of it are not written",
+                chart.name,
+                MAX_SERIES_PER_CHART,
+                key,
+            )
+            return None
         if suffix > 1:
             self._warn_once(
                 f"collision:{chart.name}:{key}",

@@ -1,7 +1,8 @@
 """Recorder faults that tests/test_recorder_faults.py does not cover: a real full disk
 (tmpfs) hit during a widening, a directory that turns read-only mid-run (for a writer
 without root's override), metrics.json that cannot be rewritten while a chart widens, the
-run directory moved away, values whose __float__ fails part-way, and Ctrl-C.
+run directory moved away, more keys than a chart may have, values whose __float__ fails
+part-way, and Ctrl-C.
 
 In each, the training loop completes, each kind of fault is logged once, no exception
 escapes log() or finish(), and the directory passes the check at rest.
@@ -18,7 +19,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from ocms_recorder import OcmsRecorder
+from ocms_recorder import MAX_SERIES_PER_CHART, OcmsRecorder
 from reliability_support import can_mount, mounted
 from test_recorder_support import assert_consistent, read_rows, warnings_from_recorder, y_axes
 
@@ -162,7 +163,7 @@ def _consistent_prefix(directory: Path, faults_from: int) -> None:
 
 READ_ONLY_WRITER = """
 import logging, sys
-from ocms_recorder import OcmsRecorder
+from ocms_recorder import MAX_SERIES_PER_CHART, OcmsRecorder
 logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
 recorder = OcmsRecorder(log_dir=sys.argv[1])
 recorder.health_check_interval_s = 0.0
@@ -230,6 +231,23 @@ def test_a_directory_turning_read_only_mid_run(tmp_path: Path) -> None:
     _passes(directory)
     warnings = [line for line in stderr.splitlines() if line.startswith("ocms_recorder")]
     assert len(warnings) == 1 and "Permission denied" in warnings[0], stderr
+
+
+# -- more keys for one chart than a chart may have --------------------------------------------
+
+
+def test_a_chart_takes_at_most_the_series_a_chart_may_have(
+    tmp_path: Path, recorder_warnings: pytest.LogCaptureFixture
+) -> None:
+    metrics = {f"layer{index}_loss": 1.0 for index in range(MAX_SERIES_PER_CHART + 5)}
+    with OcmsRecorder(log_dir=str(tmp_path)) as recorder:
+        recorder.log(step=0, metrics=metrics)
+        recorder.log(step=1, metrics=metrics)
+    assert len(y_axes(tmp_path)["loss"]) == MAX_SERIES_PER_CHART
+    assert [len(row) for row in read_rows(tmp_path, "loss.csv")] == [1 + MAX_SERIES_PER_CHART] * 2
+    _passes(tmp_path)
+    warnings = warnings_from_recorder(recorder_warnings)
+    assert len(warnings) == 1 and f"'layer{MAX_SERIES_PER_CHART}_loss'" in warnings[0], warnings
 
 
 # -- values that fail part-way, and Ctrl-C ---------------------------------------------------
