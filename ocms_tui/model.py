@@ -240,6 +240,12 @@ class RunModel:
                 problem = Problem(
                     Rule.UNSAFE_PATH, METRICS_JSON, "metrics.json leads outside the directory"
                 )
+            elif state is FileState.UNREADABLE:
+                problem = Problem(
+                    Rule.NOT_A_FILE,
+                    METRICS_JSON,
+                    "metrics.json cannot be resolved (a symlink loop?); make it a plain file",
+                )
         else:
             identity, data, problem = _read_small_file(path, self._schema_identity)
         if identity is not None and identity == self._schema_identity:
@@ -321,8 +327,11 @@ def _read_small_file(
     """Read metrics.json unless its identity (dev, inode, size, mtime) is unchanged."""
     try:
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
+    except FileNotFoundError:
         return None, None, None
+    except OSError as error:  # it is there, but this reader may not read it
+        message = f"metrics.json cannot be read: {error.strerror or error}"
+        return None, None, Problem(Rule.NOT_A_FILE, METRICS_JSON, message)
     try:
         info = os.fstat(descriptor)
         identity = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)

@@ -21,14 +21,34 @@ class ExitCode(IntEnum):
 
 FORMATS = ("text", "json", "github")
 
-# C0/C1 control characters: a file name or message must never move the cursor or recolour
-# the terminal it is printed on.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+# A file name or message must never move the cursor or recolour the terminal (C0/C1
+# controls), reorder or break the text after it (bidirectional controls, line separators),
+# or fail to print (lone surrogates: the bytes of a file name that are not UTF-8).
+_UNPRINTABLE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if 0xDC80 <= code <= 0xDCFF:  # a byte os.fsdecode could not decode: show that byte
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def printable(text: str) -> str:
-    """`text` with control characters shown as escapes instead of acting on the terminal."""
-    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+    """`text` with such characters shown as escapes instead of acting on the terminal."""
+    return _UNPRINTABLE.sub(_escape, text)
+
+
+def encodable(text: str, stream: TextIO) -> str:
+    """`text` as `stream` can write it: what its encoding lacks (é on an ASCII terminal)
+    becomes an escape instead of a UnicodeEncodeError."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        return text.encode(encoding, "backslashreplace").decode(encoding)
+    except LookupError:
+        return text
 
 
 def exit_code(result: CheckResult, strict: bool) -> ExitCode:
@@ -123,6 +143,12 @@ def format_github(result: CheckResult) -> str:
 
 
 def render(results: Sequence[CheckResult], output_format: str, strict: bool, stream: TextIO) -> str:
+    return encodable(_render(results, output_format, strict, stream), stream)
+
+
+def _render(
+    results: Sequence[CheckResult], output_format: str, strict: bool, stream: TextIO
+) -> str:
     if output_format == "json":
         return format_json(results, strict)
     if output_format == "github":
