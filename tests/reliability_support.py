@@ -138,6 +138,26 @@ def expected_arrays(plan: TrainingPlan, steps: range) -> dict[str, tuple[Any, di
     return arrays
 
 
+def assert_exact_prefix(model: Any, expected: dict[str, Any], complete: bool = False) -> None:
+    """Each chart of a RunModel holds the first `rows` rows of what was written (all of them
+    when `complete`), its series in first-seen order, every value bit-exact, gaps as NaN.
+    Safe while another thread appends: everything is cut to the row count read first."""
+    import numpy as np
+
+    for chart in model.charts:
+        steps, columns = expected[chart.name]
+        rows = chart.rows
+        assert rows == len(steps) if complete else rows <= len(steps), (chart.name, rows)
+        assert list(chart.y_axis) == list(columns)[: len(chart.y_axis)], chart.y_axis
+        assert np.array_equal(chart.steps()[:rows], steps[:rows]), f"{chart.name}: steps differ"
+        for index, name in enumerate(chart.y_axis):
+            assert np.array_equal(
+                chart.values(index)[:rows], columns[name][:rows], equal_nan=True
+            ), f"{chart.name}/{name}: values differ"
+    if complete:
+        assert sorted(chart.name for chart in model.charts) == sorted(expected)
+
+
 # -- reading a directory back with plain Python (never with the code under test) -----------
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from reliability_support import TrainingPlan, expected_arrays, start_writer
+from reliability_support import TrainingPlan, assert_exact_prefix, expected_arrays, start_writer
 
 from ocms_tui.checker import check_directory
 from ocms_tui.model import RunModel
@@ -45,23 +45,6 @@ class FollowLog:
     rows_seen: list[int] = field(default_factory=list)
     warnings_seen: set[Rule] = field(default_factory=set)
     reloads: int = 0
-
-
-def assert_exact_prefix(model: RunModel, expected: Expected, complete: bool = False) -> None:
-    """Each chart holds the first `rows` rows of what the plan writes (all of them when
-    `complete`), its series in first-seen order, every value bit-exact, gaps as NaN."""
-    for chart in model.charts:
-        steps, columns = expected[chart.name]
-        rows = chart.rows
-        assert rows == len(steps) if complete else rows <= len(steps), (chart.name, rows)
-        assert list(chart.y_axis) == list(columns)[: len(chart.y_axis)], chart.y_axis
-        assert np.array_equal(chart.steps(), steps[:rows]), f"{chart.name}: steps differ"
-        for index, name in enumerate(chart.y_axis):
-            assert np.array_equal(chart.values(index), columns[name][:rows], equal_nan=True), (
-                f"{chart.name}/{name}: values differ"
-            )
-    if complete:
-        assert sorted(chart.name for chart in model.charts) == sorted(expected)
 
 
 def follow_until_written(directory: Path, expected: Expected, seed: int) -> FollowLog:
