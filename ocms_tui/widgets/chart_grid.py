@@ -37,11 +37,21 @@ def grid_columns(width: int, height: int, panels: int) -> int:
     return best
 
 
-def row_height(height: int, rows: int, minimum: int = MIN_PANEL_HEIGHT) -> int:
+def row_height(height: int, rows: int) -> int:
     """Rows share the height when they fit; otherwise each screenful holds whole panels."""
-    if rows * minimum <= height:
+    if rows * MIN_PANEL_HEIGHT <= height:
         return max(1, height // rows)
-    return max(minimum, height // max(1, height // minimum))
+    return max(MIN_PANEL_HEIGHT, height // max(1, height // MIN_PANEL_HEIGHT))
+
+
+def row_heights(height: int, minimums: list[int]) -> list[int]:
+    """Rows of different needs (long legends of overlaid runs): each row gets its minimum,
+    and the height left over is shared; when they do not fit, the grid scrolls."""
+    spare = height - sum(minimums)
+    if spare <= 0:
+        return minimums
+    share, extra = divmod(spare, len(minimums))
+    return [low + share + (index < extra) for index, low in enumerate(minimums)]
 
 
 class ChartGrid(VerticalScroll, can_focus=False):
@@ -105,7 +115,20 @@ class ChartGrid(VerticalScroll, can_focus=False):
         count = max(1, len(panels))
         columns = 1 if self.maximised else grid_columns(width, height, count)
         rows = math.ceil(count / columns)
-        # Runs overlaid make long legends: a panel keeps room for its plot under them.
-        minimum = max([MIN_PANEL_HEIGHT, *(panel.min_height for panel in panels)])
         self.styles.grid_size_columns = columns
-        self.styles.grid_rows = str(height if self.maximised else row_height(height, rows, minimum))
+        # Runs overlaid make long legends: a row keeps room for its plots above them.
+        minimums = [
+            max(
+                [
+                    MIN_PANEL_HEIGHT,
+                    *(panel.min_height for panel in panels[row * columns :][:columns]),
+                ]
+            )
+            for row in range(rows)
+        ]
+        if self.maximised:
+            self.styles.grid_rows = str(height)
+        elif max(minimums) <= MIN_PANEL_HEIGHT:
+            self.styles.grid_rows = str(row_height(height, rows))
+        else:
+            self.styles.grid_rows = " ".join(map(str, row_heights(height, minimums)))

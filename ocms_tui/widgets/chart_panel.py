@@ -40,7 +40,7 @@ BIG_CHANGE_ROWS = 10_000  # and at least this many rows: a small run streaming i
 LOADING_CPU_SHARE = 0.03
 TABLE_INTERVAL = 4.0
 
-MIN_PLOT_ROWS = 7  # with the border and the legend's header, 4 series fit in 14 rows
+MIN_PLOT_ROWS = 10  # runs overlaid: a plot keeps 7 rows of curve above its long legend
 SMOOTHING_WEIGHTS = (0.0, 0.6, 0.9, 0.99)
 MAX_ZOOM = 12
 
@@ -121,6 +121,7 @@ class ChartPanel(Vertical, can_focus=True):
     ) -> None:
         super().__init__()
         self.overlay = overlay
+        self.overlaid = overlaid
         self.lines = panel_lines(overlay, overlaid)
         self.shared = shared
         self.view = view
@@ -141,8 +142,9 @@ class ChartPanel(Vertical, can_focus=True):
 
     @property
     def min_height(self) -> int:
-        """Rows this panel needs: border, plot, the legend's header and a line per series."""
-        return 2 + MIN_PLOT_ROWS + 1 + len(self.lines)
+        """Rows this panel needs: border, plot, the legend's header and a line per series
+        (0 for one run: the grid's own minimum fits its legends)."""
+        return 2 + MIN_PLOT_ROWS + 1 + len(self.lines) if self.overlaid else 0
 
     @property
     def chart(self) -> ChartData:

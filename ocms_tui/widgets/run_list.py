@@ -45,7 +45,8 @@ def run_prompt(row: RunRow) -> Content:
     badge, badge_style = _BADGES[row.status]
     parts: list[str | tuple[str, str]] = [
         ("━ ", f"rgb({red},{green},{blue})"),
-        (visible(row.name), "bold"),
+        # The checkbox's colour alone is easy to miss: a hidden run is struck through too.
+        (visible(row.name), "bold" if row.shown else "dim strike"),
         " ",
         (badge, badge_style),
         (f" {format_step(row.last_step)}", "$text-muted"),
@@ -71,13 +72,13 @@ class RunList(Vertical):
         border-title-style: bold;
         background: $surface;
     }
-    RunList > Input {
+    RunList > Input, RunList > Input:focus {
         border: none;
         height: 1;
         padding: 0 1;
         margin-bottom: 1;
     }
-    RunList > SelectionList {
+    RunList > SelectionList, RunList > SelectionList:focus {
         border: none;
         height: 1fr;
         padding: 0;
