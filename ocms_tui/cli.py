@@ -125,7 +125,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     options = parser.parse_args(arguments)
     paths: list[Path] = options.paths or [Path(resolve_metrics_dir())]
-    directory = paths[0]
 
     if options.check:
         return _check(paths, options.format, options.strict)
@@ -140,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if options.snapshot is not None:
         from ocms_tui.app import save_snapshot
 
-        save_snapshot(directory, options.snapshot, size=options.size)
+        save_snapshot(paths, options.snapshot, size=options.size)
         print(f"wrote {options.snapshot}")
         return ExitCode.OK
     from ocms_tui.app import run_dashboard
