@@ -65,9 +65,9 @@ print(json.dumps(events))
 """
 
 TRIALS = 300 if os.environ.get("OCMS_SOAK") == "1" else 30
-# A widening rewrite every 300 steps, of a loss chart that starts 120,000 rows long: each
-# rewrite copies several MB, so a fair share of the kills land inside one.
-FIRST_FILL_STEPS = 80_000
+# A widening rewrite every 400 steps, of a loss chart that starts 40,000 rows long and grows
+# wider: each rewrite copies a few MB, so a fair share of the kills land inside one.
+FIRST_FILL_STEPS = 40_000
 PLAN = TrainingPlan(widen_every=400, max_widenings=3 * TRIALS, widen_from=FIRST_FILL_STEPS)
 WIDENING_WINDOW = "widening-window"
 
@@ -78,6 +78,7 @@ class Tally:
 
     outcomes: Counter[str] = field(default_factory=Counter)
     kill_modes: Counter[str] = field(default_factory=Counter)
+    by_mode: Counter[tuple[str, str]] = field(default_factory=Counter)
     steps_written: int = 0
     rows_checked: int = 0
 
@@ -95,10 +96,10 @@ def _kill_at_a_random_moment(directory: Path, process, rng: random.Random, mode:
     """SIGKILL the writer: after a random delay, or while it rewrites a CSV (its temp file
     exists), or right after it replaced metrics.json."""
     if mode == "random":
-        time.sleep(rng.uniform(0.02, 0.8))
+        time.sleep(rng.uniform(0.02, 0.5))
     elif mode == "mid-rewrite":
         if _wait_for(lambda: any(".csv." in name for name in temp_files(directory)), 5.0):
-            time.sleep(rng.uniform(0, 0.05))
+            time.sleep(rng.uniform(0, 0.01))
     else:
         before = (directory / "metrics.json").stat().st_ino
         _wait_for(lambda: _inode(directory / "metrics.json") not in (before, None), 5.0)
@@ -149,7 +150,9 @@ def run_trials(directory: Path, trials: int, seed: int) -> Tally:
         )
         _kill_at_a_random_moment(directory, writer, rng, mode)
         tally.kill_modes[mode] += 1
-        tally.outcomes[_classify(directory)] += 1
+        outcome = _classify(directory)
+        tally.outcomes[outcome] += 1
+        tally.by_mode[mode, outcome] += 1
         # A new recorder resumes, logs a few steps and finishes: everything passes again.
         resumed_at = next_step(directory)
         tally.steps_written += resumed_at - first
@@ -227,6 +230,7 @@ def test_kill_minus_nine_at_random_moments_never_corrupts_the_directory(tmp_path
     tally = run_trials(tmp_path, TRIALS, seed=6)
     print(f"\ncrash trials: {TRIALS}, kills by mode {dict(tally.kill_modes)}")
     print(f"outcomes {dict(tally.outcomes)}")
+    print(f"by kill mode {dict(sorted(tally.by_mode.items()))}")
     print(
         f"steps written by killed writers {tally.steps_written:,}, rows checked {tally.rows_checked:,}"
     )

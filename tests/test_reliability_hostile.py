@@ -470,10 +470,11 @@ async def test_a_chart_with_the_most_series_allowed_keeps_the_dashboard_responsi
     series = [f"s{index}" for index in range(MAX_SERIES_PER_CHART)]
     write_layout(tmp_path, {"loss": series})
     row = ",".join(f"{index * 0.001:.3f}" for index in range(len(series)))
-    (tmp_path / "loss.csv").write_text("".join(f"{step},{row}\n" for step in range(200)))
+    (tmp_path / "loss.csv").write_text("".join(f"{step},{row}\n" for step in range(20)))
     app = OcmsApp(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        await app.settle(timeout=DASHBOARD_SECONDS)
+        await app.settle(timeout=KEY_SECONDS)
+        assert app.idle
         pressed = time.monotonic()
         await pilot.press("p")
         await pilot.pause()
