@@ -2,8 +2,29 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+
+# Characters from a file that must never reach a terminal as they are: C0/C1 controls move
+# the cursor or recolour it, bidirectional controls and line separators reorder or break
+# the text after them, lone surrogates (undecodable file-name bytes) cannot be printed.
+UNPRINTABLE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+
+
+def replace_unprintable(text: str, stand_in: Callable[[int], str]) -> str:
+    """`text` with every UNPRINTABLE character replaced by `stand_in(code point)`."""
+    return UNPRINTABLE.sub(lambda match: stand_in(ord(match.group())), text)
+
+
+def escape_code(code: int) -> str:
+    """A character as a visible escape: \\x1b, \\u202e; an undecodable byte as that byte."""
+    if 0xDC80 <= code <= 0xDCFF:  # a byte os.fsdecode could not decode: show that byte
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 class Severity(str, Enum):

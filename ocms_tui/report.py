@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Sequence
 from enum import IntEnum
 from typing import TextIO
 
 from ocms_tui.checker import CheckResult
-from ocms_tui.problems import Problem, Severity
+from ocms_tui.problems import Problem, Severity, escape_code, replace_unprintable
 
 
 class ExitCode(IntEnum):
@@ -21,24 +20,10 @@ class ExitCode(IntEnum):
 
 FORMATS = ("text", "json", "github")
 
-# A file name or message must never move the cursor or recolour the terminal (C0/C1
-# controls), reorder or break the text after it (bidirectional controls, line separators),
-# or fail to print (lone surrogates: the bytes of a file name that are not UTF-8).
-_UNPRINTABLE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
-)
-
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    if 0xDC80 <= code <= 0xDCFF:  # a byte os.fsdecode could not decode: show that byte
-        return f"\\x{code - 0xDC00:02x}"
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
 
 def printable(text: str) -> str:
-    """`text` with such characters shown as escapes instead of acting on the terminal."""
-    return _UNPRINTABLE.sub(_escape, text)
+    """`text` with unprintable characters shown as escapes instead of acting on the terminal."""
+    return replace_unprintable(text, escape_code)
 
 
 def encodable(text: str, stream: TextIO) -> str:

@@ -439,12 +439,6 @@ async def test_the_dashboard_answers_within_its_caps(
     print(f"\n{name}: dashboard loaded in {loaded:.2f} s, key {key:.2f} s, +{grown_mb:.0f} MB")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="widgets/safe_text.py visible() maps C0/C1 controls and U+2028/9 but not the "
-    "bidirectional controls (U+202A-E, U+2066-9, U+200E/F, U+061C): a y-axis name "
-    "'a\\u202eb' reaches the legend raw and reorders what follows it on a bidi terminal",
-)
 async def test_bidirectional_controls_in_names_are_shown_not_obeyed(tmp_path: Path) -> None:
     write_layout(tmp_path, {"loss": ["a\u202eevil", "b\u2066c"]})
     (tmp_path / "loss.csv").write_bytes(b"0,1,2\n")

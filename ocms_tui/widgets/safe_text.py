@@ -10,15 +10,18 @@ from __future__ import annotations
 from rich.style import Style
 from rich.text import Text
 
-_VISIBLE = {code: chr(0x2400 + code) for code in range(32)}
-_VISIBLE[0x7F] = "␡"
-_VISIBLE.update({code: "\ufffd" for code in range(0x80, 0xA0)})
-_VISIBLE.update({code: "\ufffd" for code in (0x2028, 0x2029)})  # line/paragraph separators
+from ocms_tui.problems import escape_code, replace_unprintable
+
+
+def _stand_in(code: int) -> str:
+    if code < 0x20:
+        return chr(0x2400 + code)  # the Unicode control pictures: ␛, ␊, ...
+    return "␡" if code == 0x7F else escape_code(code)
 
 
 def visible(text: str) -> str:
-    """`text` with every control character replaced by a visible stand-in."""
-    return text.translate(_VISIBLE)
+    """`text` with every unprintable character replaced by a visible stand-in."""
+    return replace_unprintable(text, _stand_in)
 
 
 def safe_text(text: str, style: str | Style = "") -> Text:
