@@ -64,12 +64,23 @@ class Line:
     marker: str
 
 
+# A panel draws and lists at most this many lines: a chart may declare up to 1,000 series,
+# and a legend row plus a plotted line each would freeze the screen for seconds.
+MAX_PANEL_LINES = 24
+
+
+def series_count(overlay: OverlayChart) -> int:
+    return sum(len(source.chart.y_axis) for source in overlay.sources)
+
+
 def panel_lines(overlay: OverlayChart, overlaid: bool) -> tuple[Line, ...]:
     """One run: a colour per series. Runs overlaid: a colour per run, a marker per series,
-    labels naming run and series."""
-    lines = []
+    labels naming run and series. The first MAX_PANEL_LINES only."""
+    lines: list[Line] = []
     for source in overlay.sources:
         for index, name in enumerate(source.chart.y_axis):
+            if len(lines) == MAX_PANEL_LINES:
+                break
             if overlaid:
                 label = f"{source.run.name} · {name}"
                 lines.append(
@@ -225,6 +236,9 @@ class ChartPanel(Vertical, can_focus=True):
     def _subtitle(self) -> Text | None:
         """The view settings in effect (the data's step and rows head the legend)."""
         parts = []
+        total = series_count(self.overlay)
+        if total > len(self.lines):
+            parts.append(f"first {len(self.lines)} of {total:,} series")
         if self.shared.smoothing:
             parts.append(f"ema {self.shared.smoothing:g}")
         if self.view.log_y:
