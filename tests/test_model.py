@@ -2,28 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+from app_support import write_layout
+
 from ocms_tui.model import RunModel
 from ocms_tui.problems import Rule
-
-
-def _write_schema(directory: Path, charts: dict[str, list[str]]) -> None:
-    document = {
-        "version": 1,
-        "charts": [
-            {"name": name, "file": f"{name}.csv", "x_axis": "step", "y_axis": y_axis}
-            for name, y_axis in charts.items()
-        ],
-    }
-    temporary = directory / "metrics.json.tmp"
-    temporary.write_text(json.dumps(document))
-    os.replace(temporary, directory / "metrics.json")
 
 
 def _replace(path: Path, data: bytes) -> None:
@@ -33,7 +21,7 @@ def _replace(path: Path, data: bytes) -> None:
 
 
 def test_loads_then_follows_and_keeps_stats(tmp_path: Path) -> None:
-    _write_schema(tmp_path, {"loss": ["loss", "eval_loss"]})
+    write_layout(tmp_path, {"loss": ["loss", "eval_loss"]})
     (tmp_path / "loss.csv").write_bytes(b"1,0.9,\n2,0.5,0.7\n3,nan,\n")
     model = RunModel(tmp_path)
     change = model.refresh()
@@ -54,7 +42,7 @@ def test_loads_then_follows_and_keeps_stats(tmp_path: Path) -> None:
 
 
 def test_views_handed_out_stay_valid_while_the_chart_grows(tmp_path: Path) -> None:
-    _write_schema(tmp_path, {"loss": ["loss"]})
+    write_layout(tmp_path, {"loss": ["loss"]})
     (tmp_path / "loss.csv").write_bytes(b"1,1.0\n")
     model = RunModel(tmp_path)
     model.refresh()
@@ -67,7 +55,7 @@ def test_views_handed_out_stay_valid_while_the_chart_grows(tmp_path: Path) -> No
 
 
 def test_widening_between_the_two_renames_never_shows_a_problem(tmp_path: Path) -> None:
-    _write_schema(tmp_path, {"loss": ["loss"]})
+    write_layout(tmp_path, {"loss": ["loss"]})
     (tmp_path / "loss.csv").write_bytes(b"1,0.9\n2,0.8\n")
     model = RunModel(tmp_path, settle_seconds=5.0)
     model.refresh()
@@ -77,7 +65,7 @@ def test_widening_between_the_two_renames_never_shows_a_problem(tmp_path: Path) 
     assert model.problems == () and model.settling
     assert model.charts[0].rows == 2, "the old rows stay on screen while it settles"
     assert not between.problems
-    _write_schema(tmp_path, {"loss": ["loss", "eval_loss"]})
+    write_layout(tmp_path, {"loss": ["loss", "eval_loss"]})
     after = model.refresh()
     assert after.structure and model.problems == () and not model.settling
     assert model.charts[0].y_axis == ("loss", "eval_loss")
@@ -85,7 +73,7 @@ def test_widening_between_the_two_renames_never_shows_a_problem(tmp_path: Path) 
 
 
 def test_a_real_width_mismatch_is_reported_after_settling(tmp_path: Path) -> None:
-    _write_schema(tmp_path, {"loss": ["loss"]})
+    write_layout(tmp_path, {"loss": ["loss"]})
     (tmp_path / "loss.csv").write_bytes(b"1,0.9,0.1\n")
     model = RunModel(tmp_path, settle_seconds=0.2)
     model.load_settled()
@@ -93,12 +81,12 @@ def test_a_real_width_mismatch_is_reported_after_settling(tmp_path: Path) -> Non
 
 
 def test_metrics_json_replaced_with_a_new_chart(tmp_path: Path) -> None:
-    _write_schema(tmp_path, {"loss": ["loss"]})
+    write_layout(tmp_path, {"loss": ["loss"]})
     (tmp_path / "loss.csv").write_bytes(b"1,0.9\n")
     model = RunModel(tmp_path)
     model.refresh()
     loss_before = model.charts[0]
-    _write_schema(tmp_path, {"loss": ["loss"], "grad_norm": ["grad_norm"]})
+    write_layout(tmp_path, {"loss": ["loss"], "grad_norm": ["grad_norm"]})
     (tmp_path / "grad_norm.csv").write_bytes(b"1,3.5\n")
     change = model.refresh()
     assert change.structure and [c.name for c in model.charts] == ["loss", "grad_norm"]
@@ -114,7 +102,7 @@ def test_directory_created_late_and_run_restarted(tmp_path: Path) -> None:
     directory.mkdir()
     model.refresh()
     assert [p.rule for p in model.problems] == [Rule.MISSING_METRICS_JSON]
-    _write_schema(directory, {"loss": ["loss"]})
+    write_layout(directory, {"loss": ["loss"]})
     (directory / "loss.csv").write_bytes(b"1,0.9\n2,0.8\n")
     model.refresh()
     assert model.total_rows == 2 and model.problems == ()
@@ -123,7 +111,7 @@ def test_directory_created_late_and_run_restarted(tmp_path: Path) -> None:
         (directory / name).unlink()
     model.refresh()
     assert model.charts == ()
-    _write_schema(directory, {"loss": ["loss"]})
+    write_layout(directory, {"loss": ["loss"]})
     (directory / "loss.csv").write_bytes(b"0,1.5\n")
     model.refresh()
     assert model.charts[0].steps().tolist() == [0]
@@ -131,7 +119,7 @@ def test_directory_created_late_and_run_restarted(tmp_path: Path) -> None:
 
 
 def test_reload_reads_everything_again(tmp_path: Path) -> None:
-    _write_schema(tmp_path, {"loss": ["loss"]})
+    write_layout(tmp_path, {"loss": ["loss"]})
     (tmp_path / "loss.csv").write_bytes(b"1,0.9\n")
     model = RunModel(tmp_path)
     model.refresh()
@@ -141,7 +129,7 @@ def test_reload_reads_everything_again(tmp_path: Path) -> None:
 
 
 def test_budget_shows_first_rows_before_everything_is_loaded(tmp_path: Path) -> None:
-    _write_schema(tmp_path, {"loss": ["loss"]})
+    write_layout(tmp_path, {"loss": ["loss"]})
     (tmp_path / "loss.csv").write_bytes(b"".join(b"%d,0.5\n" % i for i in range(200_000)))
     model = RunModel(tmp_path)
     change = model.refresh(budget_bytes=64 * 1024)
@@ -152,7 +140,7 @@ def test_budget_shows_first_rows_before_everything_is_loaded(tmp_path: Path) -> 
 
 
 def test_problems_come_and_go(tmp_path: Path) -> None:
-    _write_schema(tmp_path, {"loss": ["loss"]})
+    write_layout(tmp_path, {"loss": ["loss"]})
     (tmp_path / "loss.csv").write_bytes(b"1,0.9\n2,0.")
     model = RunModel(tmp_path)
     model.refresh()
@@ -163,7 +151,7 @@ def test_problems_come_and_go(tmp_path: Path) -> None:
 
 
 def test_a_check_model_counts_rows_without_keeping_them(tmp_path: Path) -> None:
-    _write_schema(tmp_path, {"loss": ["loss"]})
+    write_layout(tmp_path, {"loss": ["loss"]})
     (tmp_path / "loss.csv").write_bytes(b"".join(b"%d,%d.5\n" % (i, i) for i in range(50_000)))
     model = RunModel(tmp_path, keep_values=False)
     model.refresh()
