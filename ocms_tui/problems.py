@@ -138,13 +138,6 @@ class ProblemCollector:
     def count(self, rule: Rule) -> int:
         return self._counts.get(rule, 0)
 
-    def merge(self, other: ProblemCollector) -> None:
-        for problem in other.problems:
-            self.add(problem.rule, problem.message, problem.line)
-        for rule, extra in other.suppressed.items():
-            self._counts[rule] = self._counts.get(rule, 0) + extra
-            self.suppressed[rule] = self.suppressed.get(rule, 0) + extra
-
     def summary(self) -> list[Problem]:
         """The kept problems plus one line (of the same rule) per rule that hit the cap."""
         extra = [

@@ -190,10 +190,6 @@ class CsvFollower:
     def lines_read(self) -> int:
         return self.context.first_line - 1
 
-    @property
-    def at_file_start(self) -> bool:
-        return self.offset == 0
-
     def poll(
         self,
         budget_bytes: int | None = None,

@@ -48,16 +48,13 @@ class Schema:
     declared_files: frozenset[str] | None = None
 
 
-def _line_of(text: str, needle: object, start: int = 0) -> int | None:
-    """1-based line of the first occurrence of a JSON value in the text, for pointing at it."""
-    try:
-        literal = json.dumps(needle)
-    except (TypeError, ValueError):
-        return None
-    index = text.find(literal, start)
+def _find_name(text: str, name: str, start: int) -> tuple[int | None, int]:
+    """(1-based line, index) of the next `name` as a JSON string at or after `start`;
+    (None, start) when it is not found, for pointing a problem at its chart."""
+    index = text.find(json.dumps(name), start)
     if index < 0:
-        return None
-    return text.count("\n", 0, index) + 1
+        return None, start
+    return text.count("\n", 0, index) + 1, index
 
 
 def _display(value: object, limit: int = 60) -> str:
@@ -134,9 +131,9 @@ def parse_schema(data: bytes, total_size: int | None = None) -> Schema:
             report(Rule.BAD_SCHEMA, f"{where} is a {type(chart).__name__}; it must be an object")
             continue
         name = chart.get("name")
-        line = _line_of(text, name, search_from) if isinstance(name, str) else None
-        if line is not None:
-            search_from = text.find(json.dumps(name), search_from)
+        line = None
+        if isinstance(name, str):
+            line, search_from = _find_name(text, name, search_from)
         spec = _check_chart(chart, where, line, seen_names, report)
         if spec is not None:
             specs.append(spec)
