@@ -30,6 +30,11 @@ MAX_CHARTS = 6  # ocms hard limit
 # **decision**: series per chart. No UI draws more; the cap keeps a reader's memory bounded
 # by the files' size (a 4 MB metrics.json could otherwise declare a million series).
 MAX_SERIES_PER_CHART = 1000
+# **decision**: the largest step, 2^53 - 1, the largest integer a JavaScript number (what a
+# web UI reads) holds exactly.
+MAX_STEP = 2**53 - 1
+# **decision**: `<name>.csv` and a temp file beside it must fit a 255-byte file name.
+MAX_CHART_NAME_LENGTH = 100
 METRICS_JSON = "metrics.json"
 CSV_SUFFIX = ".csv"
 METRICS_ENV = "METRICS"
@@ -63,6 +68,11 @@ def is_plain_file_name(name: object) -> bool:
         and not any(char in name for char in "/\\\x00")
         and not os.path.isabs(name)
     )
+
+
+def row_width(y_axis: Iterable[object]) -> int:
+    """Fields in every row of a chart with these y-axis names: the step, then one per name."""
+    return 1 + len(list(y_axis))
 
 
 def chart_file_name(chart_name: str) -> str:
