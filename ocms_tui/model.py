@@ -129,6 +129,16 @@ class ChartData:
             problems.append(
                 Problem(Rule.NOT_A_FILE, self.file, f"{self.file} cannot be read (symlink loop?)")
             )
+        elif follower.partial_line and follower.lone_carriage_return_in_tail:
+            problems.append(
+                Problem(
+                    Rule.LONE_CR,
+                    self.file,
+                    "rows are separated by a lone \\r (so this reads as one unfinished line); "
+                    "end every row with \\n or \\r\\n",
+                    follower.lines_read + 1,
+                )
+            )
         elif follower.partial_line:
             problems.append(
                 Problem(

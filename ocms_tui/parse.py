@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
+from ocms_recorder import MAX_STEP, row_width
 
 from ocms_tui.problems import ProblemCollector, Rule
 
@@ -26,9 +27,8 @@ STEP_RE = re.compile(rb"[+-]?[0-9]+")
 VALUE_RE = re.compile(
     rb"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|(?i:nan|inf|infinity))"
 )
-MAX_STEP = 2**63 - 1
 
-# Bytes a clean chunk can contain. Anything else (spaces, quotes, \r, letters outside
+# Bytes a clean chunk can contain. Anything else (spaces, quotes, a lone \r, letters outside
 # nan/inf/e) sends the chunk to the exact parser, so polars' leniencies never matter.
 # Digits, signs, dots and newlines are deleted in one pass; what is left must be commas and,
 # rarely, the letters of nan/inf/exponents, so the same pass also says whether a chunk can
@@ -68,7 +68,7 @@ class ChunkContext:
 
     @property
     def width(self) -> int:
-        return 1 + len(self.y_axis)
+        return row_width(self.y_axis)
 
 
 def _value_label(value: float) -> str:
@@ -107,8 +107,16 @@ def parse_exact(data: bytes, context: ChunkContext) -> ParsedRows:
     lines = data.split(b"\n")
     lines.pop()  # the empty string after the final newline
     nan = math.nan
+    # Only a chunk with a carriage return pays for the per-line line-ending checks.
+    has_carriage_return = b"\r" in data
     for offset, raw in enumerate(lines):
         line_no = context.first_line + offset
+        if has_carriage_return:
+            if raw.endswith(b"\r"):
+                raw = raw[:-1]  # a \r\n row end reads exactly like \n (format decision)
+            if b"\r" in raw:
+                _report_lone_carriage_return(context, line_no)
+                continue
         fields = raw.split(b",")
         if len(fields) != width:
             if line_no == 1 and _looks_like_header(fields):
@@ -167,6 +175,15 @@ def parse_exact(data: bytes, context: ChunkContext) -> ParsedRows:
     )
 
 
+def _report_lone_carriage_return(context: ChunkContext, line: int) -> None:
+    context.problems.add(
+        Rule.LONE_CR,
+        "a lone \\r inside the line (rows separated by \\r alone?); end every row with \\n "
+        "or \\r\\n; row skipped",
+        line,
+    )
+
+
 def _report_header(context: ChunkContext, raw: bytes) -> None:
     context.problems.add(
         Rule.HEADER_ROW,
@@ -199,7 +216,7 @@ def _read_native(data: bytes, series: int) -> _NativeRows | None:
     if frame.height == 0 or frame.get_column("step").null_count():
         return None
     steps = frame.get_column("step").to_numpy()
-    if steps.min() < 0:
+    if steps.min() < 0 or steps.max() > MAX_STEP:
         return None
     columns = [
         frame.get_column(f"v{i}").to_numpy().astype(np.float64, copy=False) for i in range(series)
@@ -250,6 +267,11 @@ def _parse_bulk(
         started = start_native_parse(data, series)
     # One pass over the chunk; the rest is small (about one byte per field).
     rest = data.translate(None, _BULK_DIGITS_AND_NEWLINES)
+    if b"\r" in rest:
+        # \r\n row ends (polars reads them as \n); a lone \r is for the exact parser.
+        if data.count(b"\r") != data.count(b"\r\n"):
+            return None
+        rest = rest.replace(b"\r", b"")
     commas = rest.count(b",")
     has_letters = commas != len(rest)
     if has_letters and rest.translate(None, b"," + _BULK_LETTERS):
@@ -283,8 +305,9 @@ def _report_bulk_warnings(
         _report_regression(context, first + row, int(steps[row]), before)
     problems.add_unlisted(Rule.STEP_REGRESSION, len(regressions) - len(listed))
 
-    if not has_letters:
-        return  # no nan, inf or exponent that could overflow to inf
+    if not has_letters and not any(np.isinf(values).any() for values in columns):
+        # Without nan, inf or an exponent only a value of 309+ digits can be infinite.
+        return
     room = problems.remaining(Rule.NON_FINITE)
     total = 0
     candidates: list[tuple[int, int]] = []

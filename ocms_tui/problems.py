@@ -49,6 +49,7 @@ class Rule(str, Enum):
     ROW_WIDTH = "row-width"
     BAD_STEP = "bad-step"
     BAD_VALUE = "bad-value"
+    LONE_CR = "lone-cr"
     HEADER_ROW = "header-row"
     LINE_TOO_LONG = "line-too-long"
     STEP_REGRESSION = "step-regression"

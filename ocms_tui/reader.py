@@ -161,6 +161,8 @@ class CsvFollower:
         self.size = 0
         self.mtime: float | None = None
         self._partial = False
+        # The unfinished last line holds a \r before its end: rows separated by \r alone.
+        self.lone_carriage_return_in_tail = False
         self._skipping_long_line = False
         self._new_context()
 
@@ -174,6 +176,7 @@ class CsvFollower:
         self._parsed_offset = 0
         self.size = 0
         self._partial = False
+        self.lone_carriage_return_in_tail = False
         self._skipping_long_line = False
         self._new_context()
 
@@ -294,6 +297,7 @@ class CsvFollower:
         """
         end = size if budget_bytes is None else min(size, self.offset + budget_bytes)
         self._partial = False
+        self.lone_carriage_return_in_tail = False
         start = self.offset
         ready = _NO_ROWS  # parsed, not handed over yet
         try:
@@ -350,6 +354,9 @@ class CsvFollower:
                     self.offset += len(block)
                     continue
                 self._partial = True  # a row still being written
+                # A \r as the last byte may be a \r\n row end half written; any other one
+                # is a row separator no row end can follow.
+                self.lone_carriage_return_in_tail = block.find(b"\r", 0, len(block) - 1) >= 0
                 return None
             complete = block if last_newline + 1 == len(block) else block[: last_newline + 1]
             self.offset += len(complete)

@@ -9,10 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ocms_tui.checker import check_directory
 from ocms_tui.cli import main
+from ocms_tui.model import RunModel
 from ocms_tui.problems import Rule, Severity
 from ocms_tui.report import ExitCode, exit_code, format_github, format_text, printable
 
@@ -32,6 +34,7 @@ EXPECTED = {
     "row-width": (Rule.ROW_WIDTH, "loss.csv", 2),
     "bad-step": (Rule.BAD_STEP, "loss.csv", 2),
     "bad-value": (Rule.BAD_VALUE, "loss.csv", 2),
+    "lone-cr": (Rule.LONE_CR, "loss.csv", 1),
     "header-row": (Rule.HEADER_ROW, "loss.csv", 1),
     "step-regression": (Rule.STEP_REGRESSION, "loss.csv", 4),
     "non-finite": (Rule.NON_FINITE, "loss.csv", 2),
@@ -66,6 +69,33 @@ def test_clean_fixture_passes_with_charts_summarised() -> None:
         ("learning_rate", 3, 3),
     ]
     assert exit_code(result, strict=True) == ExitCode.OK
+
+
+def test_crlf_rows_are_no_problem_and_read_the_same_numbers() -> None:
+    clean, crlf = RunModel(DATA / "clean"), RunModel(DATA / "crlf")
+    clean.refresh()
+    crlf.refresh()
+    assert b"\r\n" in (DATA / "crlf" / "loss.csv").read_bytes()
+    assert check_directory(DATA / "crlf").problems == ()
+    for ours, reference in zip(crlf.charts, clean.charts, strict=True):
+        assert ours.steps().tolist() == reference.steps().tolist()
+        for series in range(len(reference.y_axis)):
+            np.testing.assert_array_equal(ours.values(series), reference.values(series))
+
+
+def test_a_lone_cr_inside_finished_lines_is_reported_on_its_line(tmp_path: Path) -> None:
+    shutil.copytree(DATA / "clean", tmp_path, dirs_exist_ok=True)
+    (tmp_path / "loss.csv").write_bytes(b"1,0.9,\r\n2,0.8,0.85\r3,0.7,\n4,0.6,\n")
+    result = check_directory(tmp_path)
+    assert [(p.rule, p.line) for p in result.problems] == [(Rule.LONE_CR, 2)]
+    assert result.charts[0].rows == 2
+
+
+def test_a_half_written_crlf_row_end_is_only_a_partial_line(tmp_path: Path) -> None:
+    shutil.copytree(DATA / "clean", tmp_path, dirs_exist_ok=True)
+    (tmp_path / "loss.csv").write_bytes(b"1,0.9,\r\n2,0.8,0.85\r")
+    result = check_directory(tmp_path)
+    assert [(p.rule, p.line) for p in result.problems] == [(Rule.PARTIAL_LINE, 2)]
 
 
 def test_a_broken_line_does_not_stop_the_scan(tmp_path: Path) -> None:

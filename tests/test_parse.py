@@ -68,10 +68,14 @@ row = st.one_of(
 )
 
 
+# Row ends: mostly \n, also \r\n (read the same) and a lone \r (an error).
+row_end = st.sampled_from(["\n", "\n", "\r\n", "\r"])
+
+
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(row, min_size=1, max_size=40))
-def test_bulk_and_exact_agree_on_any_rows(rows: list[str]) -> None:
-    _assert_paths_agree(("\n".join(rows) + "\n").encode())
+@given(st.lists(st.tuples(row, row_end), min_size=1, max_size=40))
+def test_bulk_and_exact_agree_on_any_rows(rows: list[tuple[str, str]]) -> None:
+    _assert_paths_agree(("".join(text + end for text, end in rows) + "\n").encode())
 
 
 @settings(max_examples=200, deadline=None)
@@ -131,7 +135,10 @@ def test_chunks_continue_line_numbers_and_steps() -> None:
         (b"1.5,2,3,4", Rule.BAD_STEP),
         (b"99999999999999999999,2,3,4", Rule.BAD_STEP),
         (b"1,2,three,4", Rule.BAD_VALUE),
-        (b"1,2,3,4\r", Rule.BAD_VALUE),
+        (b"1,2\r,3,4", Rule.LONE_CR),
+        (b"1,2,3,4\r5,2,3,4", Rule.LONE_CR),
+        (b"1,2,3,4\r\r", Rule.LONE_CR),
+        (b"9007199254740992,2,3,4", Rule.BAD_STEP),
         (b"1,2,nan,4", Rule.NON_FINITE),
         (b"1,2,-inf,4", Rule.NON_FINITE),
     ],
@@ -158,3 +165,31 @@ def test_bad_value_keeps_the_row_as_a_gap() -> None:
     assert parsed.columns[0].tolist() == [0.5]
     assert math.isnan(parsed.columns[1][0])
     assert parsed.columns[2].tolist() == [0.25]
+
+
+def test_the_largest_step_of_the_format_is_a_step() -> None:
+    context = _context()
+    parsed = parse_exact(b"9007199254740991,1,2,3\n", context)
+    assert parsed.steps.tolist() == [2**53 - 1]
+    assert context.problems.problems == []
+
+
+@pytest.mark.parametrize("bulk_min_bytes", [0, 10**9])
+def test_crlf_rows_read_exactly_like_lf_rows(bulk_min_bytes: int) -> None:
+    lf = b"".join(b"%d,%r,,-%r\n" % (step, step / 7, step / 3) for step in range(3000))
+    with_lf, lf_context = _parse(lf, bulk_min_bytes)
+    with_crlf, crlf_context = _parse(lf.replace(b"\n", b"\r\n"), bulk_min_bytes)
+    _same_rows(with_lf, with_crlf)
+    assert crlf_context.problems.problems == lf_context.problems.problems == []
+    if bulk_min_bytes == 0:
+        assert with_crlf.exact_lines == 0, "a \\r\\n file keeps the fast path"
+
+
+@pytest.mark.parametrize("bulk_min_bytes", [0, 10**9])
+def test_values_of_309_digits_are_non_finite_on_both_paths(bulk_min_bytes: int) -> None:
+    huge = b"9" * 309  # no exponent, no letter: float() of it is inf
+    rows = [b"%d,0.5,,0.25\n" % step for step in range(3000)]
+    rows[1234] = b"1234,0.5,-" + huge + b",0.25\n"
+    parsed, context = _parse(b"".join(rows), bulk_min_bytes)
+    assert parsed.columns[1][1234] == -math.inf
+    assert [(p.rule, p.line) for p in context.problems.problems] == [(Rule.NON_FINITE, 1235)]
