@@ -25,6 +25,7 @@ from textual.containers import Horizontal
 from textual.widgets import Footer
 
 from ocms_tui.model import RunModel
+from ocms_tui.plotting import series_color
 from ocms_tui.runs import run_status
 from ocms_tui.runset import RESCAN_SECONDS, OverlayChart, RunSet, TrackedRun, overlay
 from ocms_tui.runset import combined_problems as all_problems
@@ -39,7 +40,6 @@ from ocms_tui.widgets.chart_panel import (
     SharedView,
 )
 from ocms_tui.widgets.help_screen import HelpScreen
-from ocms_tui.widgets.plotting import series_color
 from ocms_tui.widgets.problems_pane import ProblemsPane
 from ocms_tui.widgets.run_list import RunList, RunRow
 from ocms_tui.widgets.safe_text import safe_text

@@ -12,9 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 
 from ocms_tui.model import ChartData
-from ocms_tui.runset import OverlayChart, RunChart
-from ocms_tui.widgets.chart_plot import ChartPlot
-from ocms_tui.widgets.plotting import (
+from ocms_tui.plotting import (
     MARKER,
     RGB,
     Series,
@@ -22,6 +20,8 @@ from ocms_tui.widgets.plotting import (
     series_marker,
     view_values,
 )
+from ocms_tui.runset import OverlayChart, RunChart
+from ocms_tui.widgets.chart_plot import ChartPlot
 from ocms_tui.widgets.safe_text import safe_text
 from ocms_tui.widgets.series_table import SeriesRow, SeriesTable
 

@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.app import RenderResult
 from textual_plotext import PlotextPlot
 
-from ocms_tui.widgets.plotting import ChartCanvas, PlotRequest, Series
+from ocms_tui.plotting import ChartCanvas, PlotRequest, Series
 
 SeriesSource = Callable[[], tuple[list[Series], bool, tuple[float, float] | None]]
 """Returns (series, log_y, x_range) when the plot is built, so unseen plots cost nothing."""

@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from ocms_tui.model import SeriesStats
-from ocms_tui.widgets.plotting import MARKER, RGB
+from ocms_tui.plotting import MARKER, RGB
 from ocms_tui.widgets.safe_text import safe_text
 
 

@@ -1,6 +1,6 @@
 """Turn a chart's series into plotext text: where numbers become pixels.
 
-No Textual here (the ChartPlot widget wraps it; tests and benchmarks use it directly). Every
+Core, no Textual (the ChartPlot widget wraps it; tests and benchmarks use it directly). Every
 series is M4-reduced to the exact pixel width of plotext's canvas before plotext sees it, so
 a build costs the same for 1,000 or 1,000,000 rows and draws the same picture as the full
 series would.
