@@ -15,7 +15,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ocms_tui import plotext_speedups
 from ocms_tui.downsample import ema, m4
+
+# plotext's line and braille helpers in numpy: the same characters, a third of the time.
+plotext_speedups.install()
 
 RGB = tuple[int, int, int]
 
