@@ -7,7 +7,7 @@ from pathlib import Path
 from app_support import append_rows, screen_text, wait_for, wait_for_text, write_layout
 from textual.widgets import SelectionList
 
-from ocms_tui.app import OcmsApp
+from ocms_tui.app import OcmsApp, StateChanged
 from ocms_tui.widgets.chart_panel import ChartPanel
 from ocms_tui.widgets.run_list import RunList
 
@@ -93,4 +93,4 @@ async def test_a_tick_after_the_app_closed_does_nothing(tmp_path: Path) -> None:
     app = OcmsApp(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for_text(pilot, "step 4 · 5 rows")
-    app._tick()  # what the follow thread may have scheduled just before the exit
+    app.on_state_changed(StateChanged(app.session.state))  # posted just before the exit
