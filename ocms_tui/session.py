@@ -133,9 +133,7 @@ class FollowSession:
 
     def start(self) -> None:
         """Watch the runs and follow them on a daemon thread until `stop()`."""
-        if self.watch_enabled:
-            for run in self.runs:
-                self._watch(run)
+        self.watch_runs()
         self._thread = threading.Thread(target=self._follow, name="ocms-follow", daemon=True)
         self._thread.start()
 
@@ -152,7 +150,6 @@ class FollowSession:
             woken = self._wake.wait(self._safety_seconds())
             if self._stopping.is_set():
                 return
-            self._wake.clear()
             delay = self.step(everything=not woken)
             if delay > 0:
                 # Coalesce: whatever is written meanwhile is read by the next step.
@@ -163,6 +160,12 @@ class FollowSession:
         RESCAN_SECONDS; else read everything every SAFETY_REFRESH_SECONDS."""
         searches = len(self.runs) > 1 or any(not run.model.has_metrics_json for run in self.runs)
         return RESCAN_SECONDS if searches else SAFETY_REFRESH_SECONDS
+
+    def watch_runs(self) -> None:
+        """Start a watcher on every run not yet watched (unless `watch=False`)."""
+        if self.watch_enabled:
+            for run in self.runs:
+                self._watch(run)
 
     def _watch(self, run: TrackedRun) -> None:
         if run_key(run) in self.watchers or self._stopping.is_set():
@@ -177,6 +180,8 @@ class FollowSession:
         """Read what changed (everything, with `everything` or without watchers), publish
         the state, and return how long to wait before the next step (0: at once)."""
         with self._lock:
+            # Cleared before the watchers' marks are taken: a mark after this wakes us again.
+            self._wake.clear()
             if self.paused:
                 return 0.0  # the watchers keep their marks; resuming wakes the thread
             now = self.monotonic()
@@ -204,9 +209,7 @@ class FollowSession:
         for run in before:
             if run not in self.runs and (watcher := self.watchers.pop(run_key(run), None)):
                 watcher.stop()
-        if self.watch_enabled:
-            for run in self.runs:
-                self._watch(run)
+        self.watch_runs()
 
     def _read(self, everything: bool) -> None:
         reload, self._reload_requested = self._reload_requested, False
