@@ -112,6 +112,8 @@ class ChartCanvas:
         self.figure = figure
         self._canvas_columns: dict[tuple[int, int, bool], int] = {}
         self.points_drawn = 0
+        self.extent: tuple[float, float] | None = None
+        """The steps the last build's x axis spans (None: nothing drawn)."""
 
     def build(self, series: list[Series], request: PlotRequest, reduce: bool = True) -> str | None:
         """plotext's output (ANSI text) for `series`, or None when nothing is drawable.
@@ -119,6 +121,7 @@ class ChartCanvas:
         With `reduce=False` the full series are drawn (the reference M4 is compared with).
         """
         extent = request.x_range or x_extent(series)
+        self.extent = None
         if extent is None or request.width < 1 or request.height < 1:
             return None
         key = (request.width, request.height, request.log_y)
@@ -126,6 +129,7 @@ class ChartCanvas:
         text = self._draw(series, request, extent, guess if reduce else None)
         if self.points_drawn == 0:
             return None
+        self.extent = extent
         columns = len(self.figure.monitor.matrix.Cols_canvas)
         self._canvas_columns[key] = columns
         if reduce and columns != guess:

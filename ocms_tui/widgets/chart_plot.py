@@ -49,6 +49,11 @@ class ChartPlot(PlotextPlot):
         self.refresh()
 
     @property
+    def drawn_through(self) -> float | None:
+        """The last step on the x axis of the picture on screen (None: no picture)."""
+        return self._canvas.extent[1] if self._canvas.extent else None
+
+    @property
     def is_stale(self) -> bool:
         return self._built_key is None or self._built_key[3] != self._generation
 

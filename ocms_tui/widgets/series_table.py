@@ -57,6 +57,11 @@ class SeriesTable(Static):
         self._rows, self._last_step, self._total_rows = tuple(rows), last_step, total_rows
         self._render_table()
 
+    @property
+    def shown_last_step(self) -> int | None:
+        """The chart's latest step as this table last rendered it."""
+        return self._shown[1] if self._shown else None
+
     def on_resize(self) -> None:
         self._render_table()
 
