@@ -31,8 +31,8 @@ from textual_plotext.plot import Plot
 
 from ocms_tui.demo import DemoTraining
 from ocms_tui.model import ChartData, RunModel
+from ocms_tui.plotting import ChartCanvas, PlotRequest, Series, series_color
 from ocms_tui.widgets.chart_plot import ChartPlot
-from ocms_tui.widgets.plotting import ChartCanvas, PlotRequest, Series, series_color
 
 TERMINAL = (160, 48)
 

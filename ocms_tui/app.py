@@ -1,17 +1,15 @@
 """The live dashboard, `ocms-tui PATH...`: charts, problems and status of metrics directories.
 
-Data flows one way. Watchers mark changed files and wake the thread worker that alone
-calls `RunModel.refresh()` (and searches parents for new runs); a timer (twice a second)
-hands what changed to the widgets, which read the models and redraw within their budget.
-The models never know a widget. Several runs are overlaid: one panel per chart name.
+Data flows one way. A FollowSession (plain Python, its own thread) reads the runs as they
+change and publishes a SessionState; the app forwards it to the UI thread as one coalescing
+message, lays it out, and redraws the panels whose charts changed. The app itself only lays
+out, applies states and handles keys. Several runs are overlaid: one panel per chart name.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -22,40 +20,50 @@ from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
+from textual.message import Message
 from textual.widgets import Footer
 
 from ocms_tui.model import RunModel
+from ocms_tui.plotting import series_color
 from ocms_tui.runs import run_status
-from ocms_tui.runset import RESCAN_SECONDS, OverlayChart, RunSet, TrackedRun, overlay
-from ocms_tui.runset import combined_problems as all_problems
-from ocms_tui.watch import Watcher, open_watcher
+from ocms_tui.runset import OverlayChart, TrackedRun
+from ocms_tui.session import (
+    STALE_AFTER_SECONDS,
+    FollowSession,
+    PathArgument,
+    SessionState,
+    run_key,
+)
+from ocms_tui.watch import Watcher
 from ocms_tui.widgets.chart_grid import ChartGrid
 from ocms_tui.widgets.chart_panel import (
     MAX_ZOOM,
     SMOOTHING_WEIGHTS,
-    TABLE_INTERVAL,
     ChartPanel,
     PanelView,
     SharedView,
 )
 from ocms_tui.widgets.help_screen import HelpScreen
-from ocms_tui.widgets.plotting import series_color
 from ocms_tui.widgets.problems_pane import ProblemsPane
 from ocms_tui.widgets.run_list import RunList, RunRow
 from ocms_tui.widgets.safe_text import safe_text
-from ocms_tui.widgets.status_bar import RunState, Status, StatusBar
-
-TICK_SECONDS = 0.5  # how often the screen catches up with the model (keys act at once)
-# A run streaming rows is re-read at most this often; the first write after a quiet spell
-# is read at once. The screen shows new numbers every few seconds anyway.
-MIN_REFRESH_SECONDS = 0.25
-SAFETY_REFRESH_SECONDS = 5.0  # re-read even without events (settling rows, missed events)
-FIRST_LOAD_BUDGET = 1 << 20  # bytes per chart in the first read: charts appear at once
-LOAD_BUDGET = 16 << 20  # bytes per chart per later read while a large run loads
-STALE_AFTER_SECONDS = 30.0
+from ocms_tui.widgets.status_bar import StatusBar
 
 
-PathArgument = str | os.PathLike[str]
+class StateChanged(Message):
+    """A new SessionState. Queued states coalesce: the newest replaces the older, taking
+    their changed charts along, so a busy UI thread draws once what arrived meanwhile."""
+
+    def __init__(self, state: SessionState) -> None:
+        super().__init__()
+        self.state = state
+        self.changed = set(state.changed)
+
+    def can_replace(self, message: Message) -> bool:
+        if isinstance(message, StateChanged):
+            message.changed |= self.changed
+            return True
+        return False
 
 
 class OcmsApp(App[int]):
@@ -111,9 +119,6 @@ class OcmsApp(App[int]):
         path_list = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
         if not path_list:
             raise ValueError("no directory to follow")
-        self.runset = RunSet(path_list)
-        self.poll = poll
-        self.watch_enabled = watch
         self.directory_label = directory_label or (
             str(path_list[0])
             if len(path_list) == 1
@@ -121,27 +126,21 @@ class OcmsApp(App[int]):
         )
         self.clock = clock
         self.stale_after = stale_after
+        self.session = FollowSession(
+            path_list,
+            self._state_arrived,
+            poll=poll,
+            watch=watch,
+            directory_label=self.directory_label,
+            clock=clock,
+            stale_after=stale_after,
+        )
         self.shared = SharedView()
-        self.paused = False
-        self.hidden_runs: set[str] = set()
-        """Runs (by absolute directory) switched off in the run list."""
-        self.watchers: dict[str, Watcher] = {}
+        self.state: SessionState | None = None
+        """The state on screen (None until the first read)."""
         self._panel_views: dict[str, PanelView] = {}
         self._shown_charts: tuple[tuple[OverlayChart, ...], bool] = ((), False)
-        self._shown_runs: tuple[TrackedRun, ...] = ()
-        self._refreshing = False
-        self._reload_requested = False
-        self._more = False
-        self._refreshes = 0
-        self._run_refreshes: dict[str, int] = {}
-        self._refreshed_at = float("-inf")
-        self._rescanned_at = time.monotonic()
-        self._failure: str | None = None
-        self._status_state: RunState | None = None
-        self._status_at = float("-inf")
-        self._wake = threading.Event()
-        self._wake.set()  # the first read
-        self._stopping = threading.Event()
+        self._pending_states = 0
 
     def compose(self) -> ComposeResult:
         yield StatusBar()
@@ -163,7 +162,7 @@ class OcmsApp(App[int]):
 
     @property
     def runs(self) -> tuple[TrackedRun, ...]:
-        return self.runset.runs
+        return self.session.runs
 
     @property
     def model(self) -> RunModel:
@@ -171,133 +170,46 @@ class OcmsApp(App[int]):
         return self.runs[0].model
 
     @property
+    def watchers(self) -> dict[str, Watcher]:
+        return self.session.watchers
+
+    @property
+    def paused(self) -> bool:
+        return self.session.paused
+
+    @property
     def overlaid(self) -> bool:
         return len(self.runs) > 1
 
-    def selected_runs(self) -> tuple[TrackedRun, ...]:
-        return tuple(run for run in self.runs if _key(run) not in self.hidden_runs)
-
     def on_mount(self) -> None:
-        self._ui_loop = asyncio.get_running_loop()
-        if self.watch_enabled:
-            for run in self.runs:
-                self._watch(run)
-        self.run_worker(
-            self._follow,
-            name="follow",
-            group="model",
-            thread=True,
-            exclusive=True,
-            exit_on_error=False,
-        )
-        self._tick()
-        self.set_interval(TICK_SECONDS, self._tick)
+        self.session.start()
 
     def on_unmount(self) -> None:
-        self._stopping.set()
-        self._wake.set()
-        for watcher in list(self.watchers.values()):
-            watcher.stop()
+        self.session.stop()
 
-    def _watch(self, run: TrackedRun) -> None:
-        if _key(run) in self.watchers or self._stopping.is_set():
-            return
-        watcher = open_watcher(run.directory, self.poll)
-        watcher.dirty.on_mark = self._wake.set
-        self.watchers[_key(run)] = watcher
+    # -- showing the session's state ---------------------------------------------------
 
-    # -- following the directories (worker thread) -------------------------------------
+    def _state_arrived(self, state: SessionState) -> None:
+        """The session's callback, on its thread (or this one, for keys)."""
+        self._pending_states += 1
+        self.post_message(StateChanged(state))
 
-    def _follow(self) -> None:
-        """The worker thread, the models' only reader. The watchers wake it directly, so a
-        row reaches a model without waiting for the UI's timer; a stream of writes is
-        read at most every MIN_REFRESH_SECONDS; the UI's timer then shows what changed."""
-        while not self._stopping.is_set():
-            self._wake.wait(self._wait_timeout())
-            if self._stopping.is_set():
-                return
-            self._wake.clear()
-            if self.paused:
-                continue  # the watchers keep their marks; resuming wakes us again
-            if time.monotonic() - self._rescanned_at >= RESCAN_SECONDS:
-                self._rescan()
-            for watcher in list(self.watchers.values()):
-                watcher.take()
-            self._refresh_once()
-            if self._refreshes == 1 or self._more or self._charts_key() != self._shown_charts:
-                # New charts, or a large run arriving slice by slice: show it now rather
-                # than at the next tick.
-                with contextlib.suppress(RuntimeError):  # the app closed meanwhile
-                    self._ui_loop.call_soon_threadsafe(self._tick)
-            if self._more:
-                self._wake.set()  # a large run loads in slices: the screen fills as it goes
-            elif any(run.model.settling for run in self.runs):
-                time.sleep(0.1)  # rows wait for metrics.json to catch up: look again soon
-                self._wake.set()
-            else:
-                # Coalesce a stream of writes: whatever arrives meanwhile is read next time.
-                time.sleep(max(0.0, self._refreshed_at + MIN_REFRESH_SECONDS - time.monotonic()))
-
-    def _searches_parents(self) -> bool:
-        """Whether a path may gain runs (a parent, or a directory not yet a run): then the
-        worker wakes every RESCAN_SECONDS; else every SAFETY_REFRESH_SECONDS."""
-        return any(not run.model.has_metrics_json for run in self.runs) or self.overlaid
-
-    def _rescan(self) -> None:
-        self._rescanned_at = time.monotonic()
-        before = self.runs
-        try:
-            if not self.runset.rescan():
-                return
-        except Exception as error:  # a search must not take the dashboard down
-            self._failure = f"search error: {type(error).__name__}: {error}"
-            return
-        for run in before:
-            if run not in self.runs and (watcher := self.watchers.pop(_key(run), None)):
-                watcher.stop()
-        if self.watch_enabled:
-            for run in self.runs:
-                self._watch(run)
-
-    def _wait_timeout(self) -> float:
-        return RESCAN_SECONDS if self._searches_parents() else SAFETY_REFRESH_SECONDS
-
-    def _refresh_once(self) -> None:
-        reload, self._reload_requested = self._reload_requested, False
-        self._refreshing = True
-        more = False
-        try:
-            for run in self.runs:
-                first = self._run_refreshes.get(_key(run), 0) == 0
-                budget = FIRST_LOAD_BUDGET if first or reload else LOAD_BUDGET
-                model = run.model
-                change = model.reload(budget) if reload else model.refresh(budget)
-                self._run_refreshes[_key(run)] = self._run_refreshes.get(_key(run), 0) + 1
-                more |= change.more
-            self._failure = None
-        except Exception as error:  # a reader bug must not take the dashboard down
-            self._failure = f"read error: {type(error).__name__}: {error}"
-        finally:
-            self._more = more
-            self._refreshes += 1
-            self._refreshed_at = time.monotonic()
-            self._refreshing = False
-
-    def _tick(self) -> None:
-        if not self.is_running or self._stopping.is_set():
-            return  # scheduled by the worker just before the app closed
-        self._sync(time.monotonic())
+    def on_state_changed(self, message: StateChanged) -> None:
+        self._pending_states = 0
+        if not self.is_running:
+            return  # posted by the session just before the app closed
+        self._apply(message.state, message.changed)
 
     @property
     def idle(self) -> bool:
-        """Everything on disk has been read and handed to the widgets."""
+        """Everything on disk has been read and is on screen."""
+        state = self.state
         return (
-            self._refreshes > 0
-            and all(self._run_refreshes.get(_key(run), 0) > 0 for run in self.runs)
-            and not (self._refreshing or self._more or self._reload_requested)
-            and not self._wake.is_set()
-            and not any(run.model.settling for run in self.runs)
-            and self._charts_key() == self._shown_charts
+            state is not None
+            and state is self.session.state
+            and state.idle
+            and self._pending_states == 0
+            and self._shown_charts == (state.charts, state.overlaid)
         )
 
     async def settle(self, timeout: float = 60.0) -> None:
@@ -305,49 +217,35 @@ class OcmsApp(App[int]):
         deadline = time.monotonic() + timeout
         while not self.idle and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
-        await asyncio.sleep(0)  # let panels mounted by the last sync compose
-        self._sync(time.monotonic(), force=True)
+        await asyncio.sleep(0)  # let panels mounted by the last state compose
+        if self.state is not None:
+            self._apply(self.state, {panel.name for panel in self.grid.panels})
 
-    # -- showing the models ------------------------------------------------------------
-
-    def _charts_key(self) -> tuple[tuple[OverlayChart, ...], bool]:
-        return overlay(self.selected_runs()), self.overlaid
-
-    def _sync(self, now: float, force: bool = False) -> None:
-        runs = self.runs
-        if runs != self._shown_runs:
-            if self.overlaid != (len(self._shown_runs) > 1) and self._shown_runs:
-                self.run_list.display = self.overlaid  # a second run appeared
-                self.refresh_bindings()
-            self._shown_runs = runs
-            force = True
-        key = self._charts_key()
+    def _apply(self, state: SessionState, changed: set[str]) -> None:
+        previous, self.state = self.state, state
+        if previous is not None and previous.overlaid != state.overlaid:
+            self.run_list.display = state.overlaid  # a second run appeared
+            self.refresh_bindings()
+        key = (state.charts, state.overlaid)
         if key != self._shown_charts:
             self._shown_charts = key
             self.call_later(self._show_charts, key)
-        if not self.paused or force:
+        else:
             for panel in self.grid.panels:
-                panel.sync(now, force)
-            self.query_one(ProblemsPane).show(all_problems(runs))
-        self.grid.show_message(self._grid_message(key[0]))
-        status = self._status()
-        # Row counts change with every refresh: repaint the bar with the legends (same
-        # quantised time: one repaint for all), or at once when the state changed.
-        if (
-            force
-            or status.state is not self._status_state
-            or now // TABLE_INTERVAL != self._status_at // TABLE_INTERVAL
-        ):
-            self._status_state, self._status_at = status.state, now
-            self.query_one(StatusBar).show(status)
-            if self.overlaid:
-                self.run_list.show(self._run_rows())
+                if panel.name in changed:
+                    panel.show_new_data()
+        if previous is None or previous.problems != state.problems:
+            self.query_one(ProblemsPane).show(state.problems)
+        self.grid.show_message(self._grid_message(state))
+        self.query_one(StatusBar).show(state.status)
+        if state.overlaid:
+            self.run_list.show(self._run_rows(state))
 
-    def _run_rows(self) -> list[RunRow]:
+    def _run_rows(self, state: SessionState) -> list[RunRow]:
         now = self.clock()
         return [
             RunRow(
-                key=_key(run),
+                key=run_key(run),
                 name=run.name,
                 color=series_color(run.color),
                 status=run_status(run.model, now, live_seconds=self.stale_after),
@@ -356,9 +254,9 @@ class OcmsApp(App[int]):
                     default=None,
                 ),
                 problems=len(run.model.problems),
-                shown=_key(run) not in self.hidden_runs,
+                shown=run_key(run) not in state.hidden_runs,
             )
-            for run in self.runs
+            for run in state.runs
         ]
 
     async def _show_charts(self, key: tuple[tuple[OverlayChart, ...], bool]) -> None:
@@ -389,53 +287,24 @@ class OcmsApp(App[int]):
         if target is not None and (focused or self.focused is None) and self.screen is grid.screen:
             target.focus(scroll_visible=False)
 
-    def _grid_message(self, charts: tuple[OverlayChart, ...]) -> Text | None:
-        if charts:
+    def _grid_message(self, state: SessionState) -> Text | None:
+        if state.charts:
             return None
         label = self.directory_label
-        if self.overlaid:
-            if not self.selected_runs():
+        if state.overlaid:
+            if all(run_key(run) in state.hidden_runs for run in state.runs):
                 return safe_text("no run selected (press b, then space on a run)")
-            if self._refreshes == 0 or any(run.model.loading for run in self.runs):
+            if state.loading:
                 return safe_text(f"loading {label} …")
             return safe_text(f"the selected runs under {label} have no charts yet …")
-        model = self.model
-        if not model.exists and self._refreshes > 0:
+        model = state.runs[0].model
+        if not model.exists and state.reads > 0:
             return _lines(f"waiting for {label} …", "(it does not exist yet)")
-        if self._refreshes == 0 or model.loading:
+        if state.loading:
             return safe_text(f"loading {label} …")
         if not model.has_metrics_json:
             return _lines(f"no metrics.json in {label} yet …", "(waiting for the first log())")
         return safe_text(f"{label}/metrics.json declares no charts (see the problems below)")
-
-    def _status(self) -> Status:
-        runs = self.runs
-        models = [run.model for run in runs]
-        writes = [model.last_write for model in models if model.last_write is not None]
-        age = None if not writes else self.clock() - max(writes)
-        if not any(model.exists for model in models) and self._refreshes > 0:
-            state = RunState.WAITING
-        elif self.paused:
-            state = RunState.PAUSED
-        elif self._refreshes == 0 or any(model.loading for model in models) or self._more:
-            state = RunState.LOADING
-        elif age is not None and age < self.stale_after:
-            state = RunState.LIVE
-        else:
-            state = RunState.STALE
-        watchers = list(self.watchers.values())
-        watching = watchers[0].description if watchers else "not watching"
-        directory = self.directory_label
-        if self.overlaid:
-            directory = f"{directory} · {len(self.selected_runs())}/{len(runs)} runs"
-        return Status(
-            state=state,
-            directory=directory,
-            charts=len(self._shown_charts[0]),
-            rows=sum(model.total_rows for model in models),
-            last_write_age=age,
-            watching=self._failure or watching,
-        )
 
     # -- keys --------------------------------------------------------------------------
 
@@ -465,11 +334,7 @@ class OcmsApp(App[int]):
         self.run_list.filter.focus()
 
     def on_run_list_toggled(self, event: RunList.Toggled) -> None:
-        if event.shown:
-            self.hidden_runs.discard(event.key)
-        else:
-            self.hidden_runs.add(event.key)
-        self._sync(time.monotonic(), force=True)
+        self.session.show_run(event.key, event.shown)
 
     def on_key(self, event: events.Key) -> None:
         # Escape in the filter (or the list) hands the keys back to the charts.
@@ -537,23 +402,14 @@ class OcmsApp(App[int]):
             panel.toggle_series(number - 1)
 
     def action_pause(self) -> None:
-        self.paused = not self.paused
-        if not self.paused:
-            self._wake.set()
-            self._redraw_all()
-        self._tick()
+        self.session.set_paused(not self.session.paused)
 
     def action_reload(self) -> None:
-        self._reload_requested = True
-        self._wake.set()
+        self.session.reload()
 
     def action_problems(self) -> None:
         pane = self.query_one(ProblemsPane)
         pane.display = not pane.display
-
-
-def _key(run: TrackedRun) -> str:
-    return os.path.abspath(run.directory)
 
 
 def _lines(*lines: str) -> Text:

@@ -177,6 +177,7 @@ class RunModel:
         self._schema_problems: tuple[Problem, ...] = ()
         self._declared_files: frozenset[str] | None = None
         self._schema_identity: tuple[int, int, int, int] | None = None
+        self._pending: set[str] = set()  # charts with rows left to read or held back
 
     @property
     def total_rows(self) -> int:
@@ -196,19 +197,33 @@ class RunModel:
             more=change.more,
         )
 
-    def refresh(self, budget_bytes: int | None = None, now: float | None = None) -> Change:
+    def refresh(
+        self,
+        budget_bytes: int | None = None,
+        now: float | None = None,
+        files: frozenset[str] | None = None,
+    ) -> Change:
         """Bring the model up to date with the disk; cost is proportional to new bytes.
 
         `budget_bytes` caps what one call reads per chart, so a caller can show the
-        first rows of a huge run before all of it is loaded.
+        first rows of a huge run before all of it is loaded. `files`: the names a watcher
+        saw change; other charts are not looked at (unless rows were left to read or held
+        back last time). None: look at every chart.
         """
         now = time.monotonic() if now is None else now
         self.exists = self.directory.is_dir()
         structure = self._refresh_schema() if self.exists else self._forget_schema()
         changed: set[str] = set()
         more = held = False
+        # A new schema, or no list of changed files: every chart is looked at.
+        wanted = None if structure or files is None or METRICS_JSON in files else files
+        pending, self._pending = self._pending, set()
         for chart in self.charts:
+            if wanted is not None and chart.file not in wanted and chart.name not in pending:
+                continue
             chart_changed, chart_more, chart_held = chart.update(budget_bytes, now)
+            if chart_more or chart_held:
+                self._pending.add(chart.name)
             if chart_changed:
                 changed.add(chart.name)
             more |= chart_more

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from app_support import append_rows, screen_text, wait_for, wait_for_text, write_layout
 from textual.widgets import SelectionList
 
-from ocms_tui.app import OcmsApp
+from ocms_tui.app import OcmsApp, StateChanged
 from ocms_tui.widgets.chart_panel import ChartPanel
 from ocms_tui.widgets.run_list import RunList
 
@@ -93,4 +94,17 @@ async def test_a_tick_after_the_app_closed_does_nothing(tmp_path: Path) -> None:
     app = OcmsApp(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for_text(pilot, "step 4 · 5 rows")
-    app._tick()  # what the follow thread may have scheduled just before the exit
+    app.on_state_changed(StateChanged(app.session.state))  # posted just before the exit
+
+
+async def test_queued_states_coalesce_keeping_every_changed_chart(tmp_path: Path) -> None:
+    start_run(tmp_path)
+    app = OcmsApp(tmp_path, watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_text(pilot, "step 4 · 5 rows")
+        state = app.session.state
+        assert state is not None
+        older = StateChanged(replace(state, changed=frozenset({"loss"})))
+        newer = StateChanged(replace(state, changed=frozenset({"acc"})))
+        assert older.can_replace(newer)
+        assert newer.changed == {"loss", "acc"}  # the newest carries the older one's charts

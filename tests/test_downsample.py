@@ -9,7 +9,7 @@ import pytest
 from plotext._figure import _figure_class as PlotextFigure
 
 from ocms_tui.downsample import ema, m4, pixel_columns
-from ocms_tui.widgets.plotting import ChartCanvas, PlotRequest, Series, series_color
+from ocms_tui.plotting import ChartCanvas, PlotRequest, Series, series_color
 
 
 def reference_m4(x: np.ndarray, y: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:

@@ -164,8 +164,26 @@ def test_a_check_model_counts_rows_without_keeping_them(tmp_path: Path) -> None:
 def test_core_does_not_import_textual() -> None:
     code = (
         "import sys, ocms_tui.model, ocms_tui.checker, ocms_tui.report, ocms_tui.cli, "
-        "ocms_tui.schema, ocms_tui.reader, ocms_tui.parse, ocms_tui.series; "
+        "ocms_tui.schema, ocms_tui.reader, ocms_tui.parse, ocms_tui.series, ocms_tui.plotting; "
         "assert 'textual' not in sys.modules, 'core imported textual'; "
         "assert 'rich' not in sys.modules, 'core imported rich'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_refresh_with_changed_files_reads_only_their_charts(tmp_path: Path) -> None:
+    write_layout(tmp_path, {"loss": ["loss"], "lr": ["lr"]})
+    (tmp_path / "loss.csv").write_text("0,1.0\n", encoding="utf-8")
+    (tmp_path / "lr.csv").write_text("0,0.1\n", encoding="utf-8")
+    model = RunModel(tmp_path)
+    model.refresh()
+    with open(tmp_path / "loss.csv", "a", encoding="utf-8") as csv:
+        csv.write("1,0.5\n")
+    with open(tmp_path / "lr.csv", "a", encoding="utf-8") as csv:
+        csv.write("1,0.2\n")
+    change = model.refresh(files=frozenset({"lr.csv"}))
+    assert change.charts == {"lr"}
+    assert [chart.rows for chart in model.charts] == [1, 2]  # loss.csv was not looked at
+    # Without a list (the safety refresh), every chart is read.
+    assert model.refresh().charts == {"loss"}
+    assert [chart.rows for chart in model.charts] == [2, 2]

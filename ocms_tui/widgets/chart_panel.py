@@ -12,9 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 
 from ocms_tui.model import ChartData
-from ocms_tui.runset import OverlayChart, RunChart
-from ocms_tui.widgets.chart_plot import ChartPlot
-from ocms_tui.widgets.plotting import (
+from ocms_tui.plotting import (
     MARKER,
     RGB,
     Series,
@@ -22,23 +20,10 @@ from ocms_tui.widgets.plotting import (
     series_marker,
     view_values,
 )
+from ocms_tui.runset import OverlayChart, RunChart
+from ocms_tui.widgets.chart_plot import ChartPlot
 from ocms_tui.widgets.safe_text import safe_text
 from ocms_tui.widgets.series_table import SeriesRow, SeriesTable
-
-# While following a run, a chart is rebuilt at most once per MIN_PLOT_INTERVAL, and less
-# often when its build is expensive: it may spend PLOT_CPU_SHARE of a core on redraws. The
-# numbers under it change every TABLE_INTERVAL (all panels in the same tick: one repaint).
-# Keys, resizes and theme changes redraw at once. Together this keeps the dashboard that
-# follows a run writing 10 rows/s under 3% of a core.
-MIN_PLOT_INTERVAL = 1.0
-MAX_PLOT_INTERVAL = 60.0
-PLOT_CPU_SHARE = 0.0015
-# ... unless the rows grew by this fraction (a run loading) or shrank (a rewrite): then a
-# chart may take LOADING_CPU_SHARE, so a large run fills in while it loads.
-BIG_CHANGE = 0.1
-BIG_CHANGE_ROWS = 10_000  # and at least this many rows: a small run streaming is no load
-LOADING_CPU_SHARE = 0.03
-TABLE_INTERVAL = 4.0
 
 MIN_PLOT_ROWS = 10  # runs overlaid: a plot keeps 7 rows of curve above its long legend
 SMOOTHING_WEIGHTS = (0.0, 0.6, 0.9, 0.99)
@@ -138,12 +123,7 @@ class ChartPanel(Vertical, can_focus=True):
         self.view = view
         self.plot = ChartPlot(self._series_for_plot)
         self.table = SeriesTable()
-        self._seen_version: tuple[int, ...] = ()
-        self._table_at = float("-inf")
-        self._table_dirty = True
-        self._plot_dirty = True
         self._sorted_for: tuple[tuple[int, int], ...] | None = None
-        self._drawn_rows = 0
         self._steps_sorted: dict[int, bool] = {}
         self.border_title = safe_text(overlay.name)
 
@@ -172,37 +152,18 @@ class ChartPanel(Vertical, can_focus=True):
 
     def on_mount(self) -> None:
         self.border_subtitle = self._subtitle()
-        self.sync(0.0, force=True)
+        self.show_new_data()
 
-    def sync(self, now: float, force: bool = False) -> None:
-        """Take new data into account, within the redraw budget (or now, with `force`)."""
-        version = tuple(chart.version for chart in self.charts)
-        if version != self._seen_version:
-            self._seen_version = version
-            self._table_dirty = self._plot_dirty = True
-        # Quantised time: every panel's numbers change in the same tick, one repaint for all.
-        if self._table_dirty and (
-            force or now // TABLE_INTERVAL != self._table_at // TABLE_INTERVAL
-        ):
-            self._table_dirty = False
-            self._table_at = now
-            self._show_table()
-        rows = sum(chart.rows for chart in self.charts)
-        grown = rows - self._drawn_rows
-        big_change = rows < self._drawn_rows or (
-            grown > BIG_CHANGE_ROWS and grown > self._drawn_rows * BIG_CHANGE
-        )
-        interval = self._plot_interval(LOADING_CPU_SHARE if big_change else PLOT_CPU_SHARE)
-        if self._plot_dirty and (force or now - self.plot.built_at >= interval):
-            self._plot_dirty = False
-            self._drawn_rows = rows
-            self.plot.invalidate()
+    def show_new_data(self) -> None:
+        """The charts have new rows (or were reset): new numbers now, a new plot at the
+        next frame. Every time: a redraw is cheap enough not to be rationed."""
+        self._show_table()
+        self.plot.invalidate()
 
     def redraw(self) -> None:
         """A view setting changed: show it at once."""
         self.border_subtitle = self._subtitle()
-        self._table_dirty = self._plot_dirty = True
-        self.sync(0.0, force=True)
+        self.show_new_data()
 
     def toggle_series(self, index: int) -> bool:
         if not 0 <= index < len(self.lines):
@@ -214,10 +175,6 @@ class ChartPanel(Vertical, can_focus=True):
     def toggle_log(self) -> None:
         self.view.log_y = not self.view.log_y
         self.redraw()
-
-    def _plot_interval(self, cpu_share: float) -> float:
-        budget = self.plot.build_seconds / cpu_share
-        return min(MAX_PLOT_INTERVAL, max(MIN_PLOT_INTERVAL, budget))
 
     def _show_table(self) -> None:
         rows = [

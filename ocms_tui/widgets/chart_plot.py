@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.app import RenderResult
 from textual_plotext import PlotextPlot
 
-from ocms_tui.widgets.plotting import ChartCanvas, PlotRequest, Series
+from ocms_tui.plotting import ChartCanvas, PlotRequest, Series
 
 SeriesSource = Callable[[], tuple[list[Series], bool, tuple[float, float] | None]]
 """Returns (series, log_y, x_range) when the plot is built, so unseen plots cost nothing."""
@@ -47,6 +47,11 @@ class ChartPlot(PlotextPlot):
         """The data or the view changed: build again at the next render."""
         self._generation += 1
         self.refresh()
+
+    @property
+    def drawn_through(self) -> float | None:
+        """The last step on the x axis of the picture on screen (None: no picture)."""
+        return self._canvas.extent[1] if self._canvas.extent else None
 
     @property
     def is_stale(self) -> bool:

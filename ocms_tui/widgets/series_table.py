@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from ocms_tui.model import SeriesStats
-from ocms_tui.widgets.plotting import MARKER, RGB
+from ocms_tui.plotting import MARKER, RGB
 from ocms_tui.widgets.safe_text import safe_text
 
 
@@ -56,6 +56,11 @@ class SeriesTable(Static):
             self.styles.height = len(rows) + 1
         self._rows, self._last_step, self._total_rows = tuple(rows), last_step, total_rows
         self._render_table()
+
+    @property
+    def shown_last_step(self) -> int | None:
+        """The chart's latest step as this table last rendered it."""
+        return self._shown[1] if self._shown else None
 
     def on_resize(self) -> None:
         self._render_table()

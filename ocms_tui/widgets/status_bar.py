@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import Enum
-
 from textual.content import Content
 from textual.widgets import Static
 
+from ocms_tui.session import RunState, Status
 from ocms_tui.widgets.safe_text import visible
 
-
-class RunState(Enum):
-    WAITING = "waiting"  # the directory does not exist (yet)
-    LOADING = "loading"
-    LIVE = "live"
-    STALE = "stale"
-    PAUSED = "paused"
+__all__ = ["RunState", "Status", "StatusBar", "format_age", "status_line"]
 
 
 _BADGES = {
@@ -39,16 +31,6 @@ def format_age(seconds: float | None) -> str:
         if seconds >= size:
             return f"{int(seconds // size)}{unit} ago"
     return f"{int(seconds) // 5 * 5}s ago"  # in 5 s steps: the bar repaints less often
-
-
-@dataclass(frozen=True)
-class Status:
-    state: RunState
-    directory: str  # untrusted (a path): plain text only
-    charts: int
-    rows: int
-    last_write_age: float | None
-    watching: str
 
 
 class StatusBar(Static):

@@ -1,6 +1,6 @@
 """Turn a chart's series into plotext text: where numbers become pixels.
 
-No Textual here (the ChartPlot widget wraps it; tests and benchmarks use it directly). Every
+Core, no Textual (the ChartPlot widget wraps it; tests and benchmarks use it directly). Every
 series is M4-reduced to the exact pixel width of plotext's canvas before plotext sees it, so
 a build costs the same for 1,000 or 1,000,000 rows and draws the same picture as the full
 series would.
@@ -15,7 +15,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ocms_tui import plotext_speedups
 from ocms_tui.downsample import ema, m4
+
+# plotext's line and braille helpers in numpy: the same characters, a third of the time.
+plotext_speedups.install()
 
 RGB = tuple[int, int, int]
 
@@ -108,6 +112,8 @@ class ChartCanvas:
         self.figure = figure
         self._canvas_columns: dict[tuple[int, int, bool], int] = {}
         self.points_drawn = 0
+        self.extent: tuple[float, float] | None = None
+        """The steps the last build's x axis spans (None: nothing drawn)."""
 
     def build(self, series: list[Series], request: PlotRequest, reduce: bool = True) -> str | None:
         """plotext's output (ANSI text) for `series`, or None when nothing is drawable.
@@ -115,6 +121,7 @@ class ChartCanvas:
         With `reduce=False` the full series are drawn (the reference M4 is compared with).
         """
         extent = request.x_range or x_extent(series)
+        self.extent = None
         if extent is None or request.width < 1 or request.height < 1:
             return None
         key = (request.width, request.height, request.log_y)
@@ -122,6 +129,7 @@ class ChartCanvas:
         text = self._draw(series, request, extent, guess if reduce else None)
         if self.points_drawn == 0:
             return None
+        self.extent = extent
         columns = len(self.figure.monitor.matrix.Cols_canvas)
         self._canvas_columns[key] = columns
         if reduce and columns != guess:

@@ -1,0 +1,331 @@
+"""FollowSession: the runs a dashboard follows, read as they change, published as one state.
+
+Plain Python, no Textual. The session owns the run set, one watcher per run, the thread that
+alone reads the runs (woken by the watchers, with the files each one saw change), the load
+budgets, the rescans for new runs, pause and reload. After every read it hands an immutable
+`SessionState` to one callback; the dashboard forwards that to its UI thread and draws it.
+
+The thread only waits and calls `step()`; `step()` says how long to wait before the next, so
+the timing (coalescing a stream of writes, rescans, pause) is tested by calling `step()` with
+a hand-moved clock, without threads or sleeps.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+from ocms_tui.problems import Problem
+from ocms_tui.runset import RESCAN_SECONDS, OverlayChart, RunSet, TrackedRun, overlay
+from ocms_tui.runset import combined_problems as all_problems
+from ocms_tui.watch import DIRECTORY, Watcher, open_watcher
+
+# A run streaming rows is read (and shown) at most this often; the first write after a quiet
+# spell is read at once. Below the 1 s a new row may take to reach the screen, with room for
+# the drawing.
+FOLLOW_SECONDS = 0.4
+SAFETY_REFRESH_SECONDS = 5.0  # read everything even without events (missed events)
+SETTLE_RETRY_SECONDS = 0.1  # rows wait for metrics.json to catch up: look again soon
+FIRST_LOAD_BUDGET = 1 << 20  # bytes per chart in the first read: charts appear at once
+LOAD_BUDGET = 16 << 20  # bytes per chart per later read while a large run loads
+STALE_AFTER_SECONDS = 30.0
+
+PathArgument = str | os.PathLike[str]
+
+
+class RunState(Enum):
+    WAITING = "waiting"  # the directory does not exist (yet)
+    LOADING = "loading"
+    LIVE = "live"
+    STALE = "stale"
+    PAUSED = "paused"
+
+
+@dataclass(frozen=True)
+class Status:
+    state: RunState
+    directory: str  # untrusted (a path): plain text only
+    charts: int
+    rows: int
+    last_write_age: float | None
+    watching: str
+
+
+@dataclass(frozen=True)
+class SessionState:
+    """What the dashboard shows, as of one read. `changed` names the charts with new rows
+    (or a new structure) since the previous state: only their panels need drawing."""
+
+    serial: int
+    runs: tuple[TrackedRun, ...]
+    charts: tuple[OverlayChart, ...]  # the shown runs' charts, overlaid by name
+    problems: tuple[Problem, ...]
+    status: Status
+    changed: frozenset[str]
+    hidden_runs: frozenset[str]
+    reads: int  # 0: nothing read yet
+    loading: bool  # a run is still being read in slices
+    idle: bool  # everything on disk is read (and this state says so)
+
+    @property
+    def overlaid(self) -> bool:
+        return len(self.runs) > 1
+
+
+def run_key(run: TrackedRun) -> str:
+    return os.path.abspath(run.directory)
+
+
+class FollowSession:
+    """Follows `paths` (runs, or parents searched for runs). `poll`: poll every that many
+    seconds instead of inotify; `watch=False`: read only on the safety refresh (snapshots).
+    `publish` receives every new state, on the session's thread (or the caller's, for
+    `pause`, `show_run` and `reload`)."""
+
+    def __init__(
+        self,
+        paths: Sequence[PathArgument],
+        publish: Callable[[SessionState], None],
+        *,
+        poll: float | None = None,
+        watch: bool = True,
+        directory_label: str = "",
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+        stale_after: float = STALE_AFTER_SECONDS,
+    ) -> None:
+        self.runset = RunSet(list(paths))
+        self.publish = publish
+        self.poll = poll
+        self.watch_enabled = watch
+        self.directory_label = directory_label
+        self.clock = clock
+        self.monotonic = monotonic
+        self.stale_after = stale_after
+        self.watchers: dict[str, Watcher] = {}
+        self.paused = False
+        self.hidden_runs: frozenset[str] = frozenset()
+        self.state: SessionState | None = None
+        self._lock = threading.RLock()  # one step (or publish) at a time
+        self._reads = 0
+        self._run_reads: dict[str, int] = {}
+        self._more = False
+        self._reload_requested = False
+        self._failure: str | None = None
+        self._read_at = float("-inf")
+        self._rescanned_at = monotonic()
+        self._published_versions: dict[str, tuple[int, ...]] = {}
+        self._serial = 0
+        self._wake = threading.Event()
+        self._wake.set()  # the first read
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def runs(self) -> tuple[TrackedRun, ...]:
+        return self.runset.runs
+
+    # -- the thread --------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Watch the runs and follow them on a daemon thread until `stop()`."""
+        self.watch_runs()
+        self._thread = threading.Thread(target=self._follow, name="ocms-follow", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+        for watcher in list(self.watchers.values()):
+            watcher.stop()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+
+    def _follow(self) -> None:
+        while not self._stopping.is_set():
+            woken = self._wake.wait(self._safety_seconds())
+            if self._stopping.is_set():
+                return
+            delay = self.step(everything=not woken)
+            if delay > 0:
+                # Coalesce: whatever is written meanwhile is read by the next step.
+                self._stopping.wait(delay)
+
+    def _safety_seconds(self) -> float:
+        """A parent (or a directory not yet a run) may gain runs: search it every
+        RESCAN_SECONDS; else read everything every SAFETY_REFRESH_SECONDS."""
+        searches = len(self.runs) > 1 or any(not run.model.has_metrics_json for run in self.runs)
+        return RESCAN_SECONDS if searches else SAFETY_REFRESH_SECONDS
+
+    def watch_runs(self) -> None:
+        """Start a watcher on every run not yet watched (unless `watch=False`)."""
+        if self.watch_enabled:
+            for run in self.runs:
+                self._watch(run)
+
+    def _watch(self, run: TrackedRun) -> None:
+        if run_key(run) in self.watchers or self._stopping.is_set():
+            return
+        watcher = open_watcher(run.directory, self.poll)
+        watcher.dirty.on_mark = self._wake.set
+        self.watchers[run_key(run)] = watcher
+
+    # -- one read ----------------------------------------------------------------------
+
+    def step(self, everything: bool = False) -> float:
+        """Read what changed (everything, with `everything` or without watchers), publish
+        the state, and return how long to wait before the next step (0: at once)."""
+        with self._lock:
+            # Cleared before the watchers' marks are taken: a mark after this wakes us again.
+            self._wake.clear()
+            if self.paused:
+                return 0.0  # the watchers keep their marks; resuming wakes the thread
+            now = self.monotonic()
+            if now - self._rescanned_at >= RESCAN_SECONDS:
+                self._rescan(now)
+            self._read(everything)
+            self._publish()
+            if self._more:
+                self._wake.set()  # a large run loads in slices: the screen fills as it goes
+                return 0.0
+            if any(run.model.settling for run in self.runs):
+                self._wake.set()
+                return SETTLE_RETRY_SECONDS
+            return max(0.0, self._read_at + FOLLOW_SECONDS - self.monotonic())
+
+    def _rescan(self, now: float) -> None:
+        self._rescanned_at = now
+        before = self.runs
+        try:
+            if not self.runset.rescan():
+                return
+        except Exception as error:  # a search must not take the dashboard down
+            self._failure = f"search error: {type(error).__name__}: {error}"
+            return
+        for run in before:
+            if run not in self.runs and (watcher := self.watchers.pop(run_key(run), None)):
+                watcher.stop()
+        self.watch_runs()
+
+    def _read(self, everything: bool) -> None:
+        reload, self._reload_requested = self._reload_requested, False
+        more = False
+        try:
+            for run in self.runs:
+                key = run_key(run)
+                watcher = self.watchers.get(key)
+                changed = watcher.take() if watcher is not None else None
+                first = self._run_reads.get(key, 0) == 0
+                budget = FIRST_LOAD_BUDGET if first or reload else LOAD_BUDGET
+                if reload:
+                    change = run.model.reload(budget)
+                else:
+                    files = None if everything or first or changed is None else changed
+                    if files is not None and DIRECTORY in files:
+                        files = None  # the directory itself came or went: read it all
+                    change = run.model.refresh(budget, files=files)
+                self._run_reads[key] = self._run_reads.get(key, 0) + 1
+                more |= change.more
+            self._failure = None
+        except Exception as error:  # a reader bug must not take the dashboard down
+            self._failure = f"read error: {type(error).__name__}: {error}"
+        finally:
+            self._more = more
+            self._reads += 1
+            self._read_at = self.monotonic()
+
+    # -- what the user asks ------------------------------------------------------------
+
+    def set_paused(self, paused: bool) -> None:
+        with self._lock:
+            self.paused = paused
+            self._publish(everything_changed=not paused)
+        if not paused:
+            self._wake.set()
+
+    def show_run(self, key: str, shown: bool) -> None:
+        with self._lock:
+            self.hidden_runs = (
+                self.hidden_runs - {key} if shown else self.hidden_runs | {key}
+            )
+            self._publish()
+
+    def reload(self) -> None:
+        self._reload_requested = True
+        self._wake.set()
+
+    def selected_runs(self) -> tuple[TrackedRun, ...]:
+        return tuple(run for run in self.runs if run_key(run) not in self.hidden_runs)
+
+    # -- the published state -----------------------------------------------------------
+
+    def _publish(self, everything_changed: bool = False) -> None:
+        charts = overlay(self.selected_runs())
+        versions = {
+            chart.name: tuple(source.chart.version for source in chart.sources)
+            for chart in charts
+        }
+        if self.paused:
+            changed: frozenset[str] = frozenset()  # paused: the screen keeps its picture
+        else:
+            changed = frozenset(
+                name
+                for name, version in versions.items()
+                if everything_changed or self._published_versions.get(name) != version
+            )
+            self._published_versions = versions
+        self._serial += 1
+        runs = self.runs
+        self.state = SessionState(
+            serial=self._serial,
+            runs=runs,
+            charts=charts,
+            problems=all_problems(runs) if runs else (),
+            status=self._status(runs, len(charts)),
+            changed=changed,
+            hidden_runs=self.hidden_runs,
+            reads=self._reads,
+            loading=self._reads == 0 or any(run.model.loading for run in runs),
+            idle=self._idle(),
+        )
+        self.publish(self.state)
+
+    def _idle(self) -> bool:
+        return (
+            self._reads > 0
+            and all(self._run_reads.get(run_key(run), 0) > 0 for run in self.runs)
+            and not (self._more or self._reload_requested or self._wake.is_set())
+            and not any(run.model.settling for run in self.runs)
+        )
+
+    def _status(self, runs: tuple[TrackedRun, ...], charts: int) -> Status:
+        models = [run.model for run in runs]
+        writes = [model.last_write for model in models if model.last_write is not None]
+        age = None if not writes else self.clock() - max(writes)
+        if not any(model.exists for model in models) and self._reads > 0:
+            state = RunState.WAITING
+        elif self.paused:
+            state = RunState.PAUSED
+        elif self._reads == 0 or any(model.loading for model in models) or self._more:
+            state = RunState.LOADING
+        elif age is not None and age < self.stale_after:
+            state = RunState.LIVE
+        else:
+            state = RunState.STALE
+        watchers = list(self.watchers.values())
+        watching = watchers[0].description if watchers else "not watching"
+        directory = self.directory_label
+        if len(runs) > 1:
+            directory = f"{directory} · {len(self.selected_runs())}/{len(runs)} runs"
+        return Status(
+            state=state,
+            directory=directory,
+            charts=charts,
+            rows=sum(model.total_rows for model in models),
+            last_write_age=age,
+            watching=self._failure or watching,
+        )
