@@ -170,7 +170,7 @@ def _latency_row(
 
 
 def figure_latency(sizes: Sizes, workspace: Workspace) -> list[Row]:
-    from ocms_tui.app import MIN_REFRESH_SECONDS
+    from ocms_tui.session import FOLLOW_SECONDS as MIN_REFRESH_SECONDS
 
     samples = sizes.latency_samples
     warm_up = 0.5 if sizes.is_tiny else WARM_UP_SECONDS
