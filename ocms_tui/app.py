@@ -213,9 +213,15 @@ class OcmsApp(App[int]):
         )
 
     async def settle(self, timeout: float = 60.0) -> None:
-        """Wait until the runs are fully read and every chart shows them (snapshots)."""
+        """Wait until what is on disk now is fully read and every chart shows it."""
         deadline = time.monotonic() + timeout
-        while not self.idle and time.monotonic() < deadline:
+        asked_after = self.session.state.serial if self.session.state is not None else 0
+        self.session.read_everything()
+
+        def settled() -> bool:
+            return self.idle and self.state is not None and self.state.serial > asked_after
+
+        while not settled() and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
         await asyncio.sleep(0)  # let panels mounted by the last state compose
         if self.state is not None:

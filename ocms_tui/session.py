@@ -115,6 +115,7 @@ class FollowSession:
         self._run_reads: dict[str, int] = {}
         self._more = False
         self._reload_requested = False
+        self._full_read_requested = False
         self._failure: str | None = None
         self._read_at = float("-inf")
         self._rescanned_at = monotonic()
@@ -187,6 +188,7 @@ class FollowSession:
             now = self.monotonic()
             if now - self._rescanned_at >= RESCAN_SECONDS:
                 self._rescan(now)
+            everything, self._full_read_requested = everything or self._full_read_requested, False
             self._read(everything)
             self._publish()
             if self._more:
@@ -258,6 +260,13 @@ class FollowSession:
         self._reload_requested = True
         self._wake.set()
 
+    def read_everything(self) -> None:
+        """Look at every file on the next read, not only those a watcher reported: a
+        barrier for callers that must see what is on disk now (inotify may still be
+        delivering the last writes' events)."""
+        self._full_read_requested = True
+        self._wake.set()
+
     def selected_runs(self) -> tuple[TrackedRun, ...]:
         return tuple(run for run in self.runs if run_key(run) not in self.hidden_runs)
 
@@ -298,7 +307,8 @@ class FollowSession:
         return (
             self._reads > 0
             and all(self._run_reads.get(run_key(run), 0) > 0 for run in self.runs)
-            and not (self._more or self._reload_requested or self._wake.is_set())
+            and not (self._more or self._reload_requested or self._full_read_requested)
+            and not self._wake.is_set()
             and not any(run.model.settling for run in self.runs)
         )
 

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from ocms_recorder import MAX_CHARTS, OcmsRecorder, chart_file_name, is_valid_name
+from ocms_recorder import MAX_CHARTS, MAX_STEP, OcmsRecorder, chart_file_name, is_valid_name
 from reliability_support import charts_from_snapshots
 
 from ocms_tui.checker import check_directory
@@ -208,7 +208,7 @@ BAD_VALUES = st.sampled_from(
 )
 # Tokens a step may not be; on line 1 the ones that read as words make it a header.
 BAD_STEPS = st.sampled_from(
-    ["-1", "1.5", "", "abc", "0x1F", " 7", "7 ", "1e3", "nan", "18446744073709551616"]
+    ["-1", "1.5", "", "abc", "0x1F", " 7", "7 ", "1e3", "nan", str(MAX_STEP + 1), "18446744073709551616"]
 )
 HEADER_LIKE = {"abc", "0x1F"}
 
@@ -216,7 +216,7 @@ HEADER_LIKE = {"abc", "0x1F"}
 @st.composite
 def lines(draw: st.DrawFn) -> Line:
     kind = draw(st.sampled_from(["row", "row", "row", "bad-value", "bad-step", "width", "blank"]))
-    step = draw(st.integers(0, 2**63 - 1) | st.integers(0, 50))
+    step = draw(st.integers(0, MAX_STEP) | st.integers(0, 50))
     if kind == "blank":
         return Line("", "blank")
     if kind == "width":
@@ -250,7 +250,12 @@ def expected_from_lines(body: list[Line], tail: str) -> tuple[list[tuple], Count
     previous: int | None = None
     for number, line in enumerate(body, start=1):
         first_field = line.text.split(",")[0]
-        if line.kind in ("bad-step", "width") and number == 1 and first_field in HEADER_LIKE:
+        values = line.values
+        if line.text.endswith("\r"):  # "\r\n" ends a row exactly like "\n"
+            values = (*values[:-1], values[-1][:-1])
+        if "\r" in line.text[:-1]:
+            found[Rule.LONE_CR, number] += 1
+        elif line.kind in ("bad-step", "width") and number == 1 and first_field in HEADER_LIKE:
             found[Rule.HEADER_ROW, number] += 1
         elif line.kind == "bad-step":
             found[Rule.BAD_STEP, number] += 1
@@ -261,7 +266,7 @@ def expected_from_lines(body: list[Line], tail: str) -> tuple[list[tuple], Count
                 found[Rule.STEP_REGRESSION, number] += 1
             previous = line.step
             numbers = []
-            for value in line.values:
+            for value in values:
                 if value == "":
                     numbers.append(math.nan)
                 elif not _is_number(value):
