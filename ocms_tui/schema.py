@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ocms_recorder import (
+    FORMAT_VERSION,
     MAX_CHARTS,
     MAX_SERIES_PER_CHART,
     METRICS_JSON,
@@ -16,6 +17,7 @@ from ocms_recorder import (
     is_valid_name,
 )
 
+from ocms_tui.json_lines import JsonPath, first_line_of, value_lines
 from ocms_tui.problems import Problem, Rule
 
 # A metrics.json describes at most 6 charts; anything near this size is not one.
@@ -23,6 +25,26 @@ MAX_METRICS_JSON_BYTES = 4 * 1024 * 1024
 
 
 Reporter = Callable[[Rule, str, "int | None"], None]
+# The line of the value at a path in metrics.json, or None where the file has no such value.
+LineOf = Callable[[JsonPath], "int | None"]
+
+
+# **decision**: strict JSON. Python's json reads these literals; JSON.parse does not.
+NON_JSON_CONSTANTS = frozenset({"NaN", "Infinity", "-Infinity"})
+
+
+def _reject_constant(literal: str) -> None:
+    """json's parse_constant hook: NaN, Infinity and -Infinity are not JSON (RFC 8259)."""
+    raise ValueError(
+        f"{literal} is not a JSON value (strict JSON, as a browser's JSON.parse reads it); "
+        "write null or a number"
+    )
+
+
+def _wanted_line(path: JsonPath) -> bool:
+    """Only the paths a schema problem can point at: at most charts[i].y_axis[j] deep,
+    and only the charts that are read plus the first one past the limit."""
+    return len(path) <= 4 and (len(path) < 2 or (type(path[1]) is int and path[1] <= MAX_CHARTS))
 
 
 @dataclass(frozen=True)
@@ -48,15 +70,6 @@ class Schema:
     declared_files: frozenset[str] | None = None
 
 
-def _find_name(text: str, name: str, start: int) -> tuple[int | None, int]:
-    """(1-based line, index) of the next `name` as a JSON string at or after `start`;
-    (None, start) when it is not found, for pointing a problem at its chart."""
-    index = text.find(json.dumps(name), start)
-    if index < 0:
-        return None, start
-    return text.count("\n", 0, index) + 1, index
-
-
 def _display(value: object, limit: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -77,7 +90,7 @@ def parse_schema(data: bytes, total_size: int | None = None) -> Schema:
         report(
             Rule.BAD_SCHEMA,
             f"metrics.json is {size:,} bytes, over the {MAX_METRICS_JSON_BYTES:,}-byte cap; "
-            "it should describe at most 6 charts",
+            f"it should describe at most {MAX_CHARTS} charts",
         )
         return Schema((), tuple(problems))
     try:
@@ -88,7 +101,7 @@ def parse_schema(data: bytes, total_size: int | None = None) -> Schema:
         )
         return Schema((), tuple(problems))
     try:
-        document = json.loads(text)
+        document = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as error:
         report(
             Rule.INVALID_JSON, f"not valid JSON: {error.msg} (column {error.colno})", error.lineno
@@ -98,43 +111,66 @@ def parse_schema(data: bytes, total_size: int | None = None) -> Schema:
         report(Rule.INVALID_JSON, "not valid JSON: nested too deeply to be a chart list")
         return Schema((), tuple(problems))
     except ValueError as error:
-        report(Rule.INVALID_JSON, f"not valid JSON: {error}")
+        report(
+            Rule.INVALID_JSON, f"not valid JSON: {error}", first_line_of(text, NON_JSON_CONSTANTS)
+        )
         return Schema((), tuple(problems))
+    lines = value_lines(text, _wanted_line)
+
+    def line_of(*path: str | int) -> int | None:
+        return lines.get(path)
 
     if not isinstance(document, dict):
         report(
-            Rule.BAD_SCHEMA, 'the top level must be an object like {"version": 1, "charts": [...]}'
+            Rule.BAD_SCHEMA,
+            f'the top level must be an object like {{"version": {FORMAT_VERSION}, '
+            '"charts": [...]}',
+            line_of(),
         )
         return Schema((), tuple(problems))
     version = document.get("version")
     # Only the integer 1: JSON's true, 1.0 and null compare or convert to it in Python.
-    if "version" in document and (type(version) is not int or version != 1):
-        report(Rule.BAD_SCHEMA, f'"version" is {_display(version)}; this format is version 1', 1)
+    if "version" in document and (type(version) is not int or version != FORMAT_VERSION):
+        report(
+            Rule.BAD_SCHEMA,
+            f'"version" is {_display(version)}; this format is version {FORMAT_VERSION}',
+            line_of("version"),
+        )
     charts = document.get("charts")
     if not isinstance(charts, list):
         what = "missing" if charts is None else f"a {type(charts).__name__}"
-        report(Rule.BAD_SCHEMA, f'"charts" is {what}; it must be a list of chart objects')
+        report(
+            Rule.BAD_SCHEMA,
+            f'"charts" is {what}; it must be a list of chart objects',
+            line_of("charts") if charts is not None else line_of(),
+        )
         return Schema((), tuple(problems))
     if len(charts) > MAX_CHARTS:
         report(
             Rule.TOO_MANY_CHARTS,
             f"{len(charts)} charts declared; ocms shows at most {MAX_CHARTS}: "
-            "merge charts or drop some (only the first 6 are read)",
+            f"merge charts or drop some (only the first {MAX_CHARTS} are read)",
+            line_of("charts", MAX_CHARTS),
         )
 
     specs: list[ChartSpec] = []
     seen_names: set[str] = set()
-    search_from = 0
     for index, chart in enumerate(charts[:MAX_CHARTS]):
         where = f"charts[{index}]"
         if not isinstance(chart, dict):
-            report(Rule.BAD_SCHEMA, f"{where} is a {type(chart).__name__}; it must be an object")
+            report(
+                Rule.BAD_SCHEMA,
+                f"{where} is a {type(chart).__name__}; it must be an object",
+                line_of("charts", index),
+            )
             continue
-        name = chart.get("name")
-        line = None
-        if isinstance(name, str):
-            line, search_from = _find_name(text, name, search_from)
-        spec = _check_chart(chart, where, line, seen_names, report)
+        spec = _check_chart(
+            chart,
+            where,
+            lambda *path, index=index: line_of("charts", index, *path),
+            seen_names,
+            report,
+        )
         if spec is not None:
             specs.append(spec)
     declared = frozenset(
@@ -148,57 +184,82 @@ def parse_schema(data: bytes, total_size: int | None = None) -> Schema:
 def _check_chart(
     chart: dict[str, object],
     where: str,
-    line: int | None,
+    line_of: LineOf,
     seen_names: set[str],
     report: Reporter,
 ) -> ChartSpec | None:
-    """One chart object: its problems, and its spec when its CSV can still be read."""
+    """One chart object: its problems, and its spec when its CSV can still be read.
+
+    `line_of(key, ...)` is the line of a value inside this chart; `line_of()` the chart's own.
+    """
     name = chart.get("name")
     file = chart.get("file")
     y_axis = chart.get("y_axis")
     x_axis = chart.get("x_axis", X_AXIS)
     readable = True
 
+    def line_or_chart(*path: str | int) -> int | None:
+        """A missing value has no line of its own: point at its chart."""
+        line = line_of(*path)
+        return line_of() if line is None else line
+
     if not isinstance(name, str):
-        report(Rule.BAD_SCHEMA, f'{where}: "name" must be a string, got {_display(name)}', line)
+        report(
+            Rule.BAD_SCHEMA,
+            f'{where}: "name" must be a string, got {_display(name)}',
+            line_or_chart("name"),
+        )
         return None
+    name_line = line_of("name")
     label = f"chart {name!r}"
     if name in seen_names:
-        report(Rule.BAD_CHART_NAME, f"{label} is declared twice; chart names must be unique", line)
+        report(
+            Rule.BAD_CHART_NAME,
+            f"{label} is declared twice; chart names must be unique",
+            name_line,
+        )
         return None
     seen_names.add(name)
     if not is_valid_name(name):
         report(
             Rule.BAD_CHART_NAME,
             f"{label}: chart names may only use A-Z a-z 0-9 _ - and must not be empty",
-            line,
+            name_line,
         )
 
     if not isinstance(file, str):
-        report(Rule.BAD_SCHEMA, f'{label}: "file" must be a string, got {_display(file)}', line)
+        report(
+            Rule.BAD_SCHEMA,
+            f'{label}: "file" must be a string, got {_display(file)}',
+            line_or_chart("file"),
+        )
         return None
     if not is_plain_file_name(file):
         report(
             Rule.UNSAFE_PATH,
             f"{label}: file {file!r} is not a plain file name inside the directory; "
             f"use {chart_file_name(name)!r}",
-            line,
+            line_of("file"),
         )
         return None
     if is_valid_name(name) and file != chart_file_name(name):
         report(
             Rule.BAD_SCHEMA,
             f"{label}: file is {file!r}; the format names it {chart_file_name(name)!r}",
-            line,
+            line_of("file"),
         )
 
     if x_axis != X_AXIS:
-        report(Rule.BAD_SCHEMA, f'{label}: "x_axis" is {_display(x_axis)}; it must be "step"', line)
+        report(
+            Rule.BAD_SCHEMA,
+            f'{label}: "x_axis" is {_display(x_axis)}; it must be {json.dumps(X_AXIS)}',
+            line_of("x_axis"),
+        )
     if not isinstance(y_axis, list) or not y_axis:
         report(
             Rule.BAD_SCHEMA,
             f'{label}: "y_axis" must be a non-empty list of series names, got {_display(y_axis)}',
-            line,
+            line_or_chart("y_axis"),
         )
         return None
     if len(y_axis) > MAX_SERIES_PER_CHART:
@@ -206,27 +267,34 @@ def _check_chart(
             Rule.BAD_SCHEMA,
             f"{label} declares {len(y_axis):,} series; a chart may have at most "
             f"{MAX_SERIES_PER_CHART:,}, so it is not read: split it into several charts",
-            line,
+            line_of("y_axis"),
         )
         return None
     seen_series: set[str] = set()
-    for series in y_axis:
+    for position, series in enumerate(y_axis):
+        series_line = line_or_chart("y_axis", position)
         if not isinstance(series, str):
             report(
-                Rule.BAD_SCHEMA, f"{label}: y-axis entry {_display(series)} is not a string", line
+                Rule.BAD_SCHEMA,
+                f"{label}: y-axis entry {_display(series)} is not a string",
+                series_line,
             )
             readable = False
             continue
         if series in seen_series:
-            report(Rule.BAD_Y_AXIS_NAME, f"{label}: y-axis name {series!r} appears twice", line)
+            report(
+                Rule.BAD_Y_AXIS_NAME,
+                f"{label}: y-axis name {series!r} appears twice",
+                series_line,
+            )
         elif not is_valid_name(series):
             report(
                 Rule.BAD_Y_AXIS_NAME,
                 f"{label}: y-axis name {series!r} may only use A-Z a-z 0-9 _ - "
                 "(the recorder's sanitize_key maps keys onto legal names)",
-                line,
+                series_line,
             )
         seen_series.add(series)
     if not readable:
         return None
-    return ChartSpec(name, file, tuple(y_axis), line)
+    return ChartSpec(name, file, tuple(y_axis), name_line)

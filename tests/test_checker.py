@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from ocms_recorder import MAX_CHARTS
 
 from ocms_tui.checker import check_directory
 from ocms_tui.cli import main
@@ -20,45 +21,141 @@ from ocms_tui.report import ExitCode, exit_code, format_github, format_text, pri
 
 DATA = Path(__file__).parent / "data"
 
-# fixture directory -> (rule it must raise, file, line or None)
+# fixture directory -> (rule it must raise, file, line or None, the whole message)
 EXPECTED = {
-    "missing-metrics-json": (Rule.MISSING_METRICS_JSON, "metrics.json", None),
-    "invalid-json": (Rule.INVALID_JSON, "metrics.json", 3),
-    "bad-schema": (Rule.BAD_SCHEMA, "metrics.json", None),
-    "too-many-charts": (Rule.TOO_MANY_CHARTS, "metrics.json", None),
-    "bad-chart-name": (Rule.BAD_CHART_NAME, "metrics.json", 13),
-    "bad-y-axis-name": (Rule.BAD_Y_AXIS_NAME, "metrics.json", 5),
-    "unsafe-path": (Rule.UNSAFE_PATH, "metrics.json", 5),
-    "missing-csv": (Rule.MISSING_CSV, "learning_rate.csv", None),
-    "orphan-csv": (Rule.ORPHAN_CSV, "old_loss.csv", None),
-    "row-width": (Rule.ROW_WIDTH, "loss.csv", 2),
-    "bad-step": (Rule.BAD_STEP, "loss.csv", 2),
-    "bad-value": (Rule.BAD_VALUE, "loss.csv", 2),
-    "lone-cr": (Rule.LONE_CR, "loss.csv", 1),
-    "header-row": (Rule.HEADER_ROW, "loss.csv", 1),
-    "step-regression": (Rule.STEP_REGRESSION, "loss.csv", 4),
-    "non-finite": (Rule.NON_FINITE, "loss.csv", 2),
-    "partial-line": (Rule.PARTIAL_LINE, "loss.csv", 3),
-    "empty-chart": (Rule.EMPTY_CHART, "learning_rate.csv", None),
+    "missing-metrics-json": (
+        Rule.MISSING_METRICS_JSON,
+        "metrics.json",
+        None,
+        "no metrics.json: the Octopus UI shows no charts without it "
+        "(OcmsRecorder writes it on the first log())",
+    ),
+    "invalid-json": (
+        Rule.INVALID_JSON,
+        "metrics.json",
+        3,
+        "not valid JSON: Expecting property name enclosed in double quotes (column 19)",
+    ),
+    "bad-schema": (
+        Rule.BAD_SCHEMA,
+        "metrics.json",
+        3,
+        '"charts" is a dict; it must be a list of chart objects',
+    ),
+    "too-many-charts": (
+        Rule.TOO_MANY_CHARTS,
+        "metrics.json",
+        52,  # the first chart past the limit
+        f"7 charts declared; ocms shows at most {MAX_CHARTS}: merge charts or drop some "
+        f"(only the first {MAX_CHARTS} are read)",
+    ),
+    "bad-chart-name": (
+        Rule.BAD_CHART_NAME,
+        "metrics.json",
+        13,
+        "chart 'eval loss': chart names may only use A-Z a-z 0-9 _ - and must not be empty",
+    ),
+    "bad-y-axis-name": (
+        Rule.BAD_Y_AXIS_NAME,
+        "metrics.json",
+        10,  # the entry itself, not its chart
+        "chart 'learning_rate': y-axis name 'learning_rate/vision' may only use A-Z a-z 0-9 _ - "
+        "(the recorder's sanitize_key maps keys onto legal names)",
+    ),
+    "unsafe-path": (
+        Rule.UNSAFE_PATH,
+        "metrics.json",
+        6,  # the "file" value
+        "chart 'loss': file '../loss.csv' is not a plain file name inside the directory; "
+        "use 'loss.csv'",
+    ),
+    "missing-csv": (
+        Rule.MISSING_CSV,
+        "learning_rate.csv",
+        None,
+        "chart 'learning_rate' is declared in metrics.json but learning_rate.csv does not exist",
+    ),
+    "orphan-csv": (
+        Rule.ORPHAN_CSV,
+        "old_loss.csv",
+        None,
+        "old_loss.csv is not declared in metrics.json; the Octopus UI ignores it",
+    ),
+    "row-width": (
+        Rule.ROW_WIDTH,
+        "loss.csv",
+        2,
+        "2 fields, expected 3 (step + 2 series of metrics.json)",
+    ),
+    "bad-step": (
+        Rule.BAD_STEP,
+        "loss.csv",
+        2,
+        "step '2.5' is not a non-negative integer; row skipped",
+    ),
+    "bad-value": (
+        Rule.BAD_VALUE,
+        "loss.csv",
+        2,
+        "eval_loss: 'abc' is not a number (leave the field empty for a missing value); "
+        "shown as a gap",
+    ),
+    "lone-cr": (
+        Rule.LONE_CR,
+        "loss.csv",
+        1,
+        "rows are separated by a lone \\r (so this reads as one unfinished line); "
+        "end every row with \\n or \\r\\n",
+    ),
+    "header-row": (
+        Rule.HEADER_ROW,
+        "loss.csv",
+        1,
+        "the first row 'step,loss,eval_loss' looks like a header; ocms CSVs have none: delete it",
+    ),
+    "step-regression": (
+        Rule.STEP_REGRESSION,
+        "loss.csv",
+        4,
+        "step 2 after step 3 (a resumed run re-logging steps?); rows are kept",
+    ),
+    "non-finite": (
+        Rule.NON_FINITE,
+        "loss.csv",
+        2,
+        "loss is nan; the Octopus UI may not draw it",
+    ),
+    "partial-line": (
+        Rule.PARTIAL_LINE,
+        "loss.csv",
+        3,
+        "the last line has no newline yet (a row still being written, or a crash)",
+    ),
+    "empty-chart": (
+        Rule.EMPTY_CHART,
+        "learning_rate.csv",
+        None,
+        "chart 'learning_rate' has no rows yet",
+    ),
 }
 
 
 def test_every_rule_of_the_issue_has_a_fixture() -> None:
-    assert {rule for rule, _, _ in EXPECTED.values()} >= {
+    assert {rule for rule, _, _, _ in EXPECTED.values()} >= {
         rule for rule in Rule if rule not in (Rule.MISSING_DIR, Rule.NOT_A_FILE, Rule.LINE_TOO_LONG)
     }
 
 
 @pytest.mark.parametrize("case", sorted(EXPECTED))
-def test_fixture_reports_exactly_its_rule(case: str) -> None:
-    rule, path, line = EXPECTED[case]
+def test_fixture_reports_exactly_its_rule_line_and_message(case: str) -> None:
+    rule, path, line, message = EXPECTED[case]
     result = check_directory(DATA / case)
-    assert [(p.rule, p.path, p.line) for p in result.problems] == [(rule, path, line)]
+    assert [(p.rule, p.path, p.line, p.message) for p in result.problems] == [
+        (rule, path, line, message)
+    ]
     expected_exit = ExitCode.PROBLEMS if rule.severity is Severity.ERROR else ExitCode.OK
     assert exit_code(result, strict=False) == expected_exit
     assert exit_code(result, strict=True) == ExitCode.PROBLEMS
-    message = result.problems[0].message
-    assert len(message) > 20, "a message says what is wrong and how to fix it"
 
 
 def test_clean_fixture_passes_with_charts_summarised() -> None:
@@ -240,3 +337,93 @@ def test_installed_console_script_and_module_entry() -> None:
         [sys.executable, "-m", "ocms_tui", "--version"], capture_output=True, text=True
     )
     assert version.stdout.strip().startswith("ocms-tui ")
+
+
+# A pretty-printed metrics.json where names repeat: chart "loss" is also a y-axis entry of
+# the chart before it, and "version" comes last.
+REPEATED_NAMES = """{
+  "charts": [
+    {
+      "name": "train",
+      "file": "train.csv",
+      "x_axis": "step",
+      "y_axis": [
+        "loss",
+        "loss"
+      ]
+    },
+    {
+      "name": "loss",
+      "file": "loss.csv",
+      "x_axis": "epoch",
+      "y_axis": [
+        "ok",
+        "bad name"
+      ]
+    },
+    {
+      "name": "train",
+      "file": "train.csv",
+      "y_axis": ["x"]
+    }
+  ],
+  "version": 3
+}
+"""
+
+
+def test_schema_problems_point_at_the_line_of_their_own_token(tmp_path: Path) -> None:
+    (tmp_path / "metrics.json").write_text(REPEATED_NAMES, encoding="utf-8")
+    for name in ("train", "loss"):
+        (tmp_path / f"{name}.csv").write_text("1,0.5,0.5\n", encoding="utf-8")
+    schema = [
+        (p.rule, p.line, p.message)
+        for p in check_directory(tmp_path).problems
+        if p.path == "metrics.json"
+    ]
+    assert schema == [
+        (Rule.BAD_Y_AXIS_NAME, 9, "chart 'train': y-axis name 'loss' appears twice"),
+        (Rule.BAD_SCHEMA, 15, "chart 'loss': \"x_axis\" is 'epoch'; it must be \"step\""),
+        (
+            Rule.BAD_Y_AXIS_NAME,
+            18,
+            "chart 'loss': y-axis name 'bad name' may only use A-Z a-z 0-9 _ - "
+            "(the recorder's sanitize_key maps keys onto legal names)",
+        ),
+        (Rule.BAD_CHART_NAME, 22, "chart 'train' is declared twice; chart names must be unique"),
+        (Rule.BAD_SCHEMA, 27, '"version" is 3; this format is version 1'),
+    ]
+
+
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
+def test_non_json_number_literals_are_invalid_json_in_checker_and_dashboard(
+    tmp_path: Path, literal: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Python's json reads these; JSON.parse in the Octopus UI does not.
+    (tmp_path / "metrics.json").write_text(
+        '{\n  "version": 1,\n  "charts": [\n    {"name": "loss", "file": "loss.csv",'
+        f' "y_axis": ["loss"], "scale": {literal}}}\n  ]\n}}\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "loss.csv").write_text("1,0.5\n", encoding="utf-8")
+    problems = check_directory(tmp_path).problems
+    assert [(p.rule, p.line) for p in problems if p.path == "metrics.json"] == [
+        (Rule.INVALID_JSON, 4)
+    ]
+    assert f"{literal} is not a JSON value" in problems[0].message
+    model = RunModel(tmp_path)
+    model.refresh()
+    assert model.charts == ()
+    assert [p.rule for p in model.problems if p.path == "metrics.json"] == [Rule.INVALID_JSON]
+    assert main(["--check", str(tmp_path)]) == ExitCode.PROBLEMS
+    assert "invalid-json" in capsys.readouterr().out
+
+
+def test_quoted_nan_is_only_a_string(tmp_path: Path) -> None:
+    (tmp_path / "metrics.json").write_text(
+        '{"version": 1, "charts": [{"name": "loss", "file": "loss.csv", "y_axis": ["loss"],'
+        ' "note": "NaN"}]}',
+        encoding="utf-8",
+    )
+    (tmp_path / "loss.csv").write_text("1,0.5\n", encoding="utf-8")
+    assert check_directory(tmp_path).problems == ()

@@ -71,6 +71,15 @@ def timed_check(directory: Path) -> tuple[Problem, ...]:
 # -- metrics.json -------------------------------------------------------------------------
 
 
+def _refuse_constant(literal: str) -> None:
+    raise ValueError(f"{literal} is not JSON")
+
+
+def loads_strict(text: str) -> object:
+    """json.loads as RFC 8259 (and JSON.parse) reads JSON: NaN and Infinity are errors."""
+    return json.loads(text, parse_constant=_refuse_constant)
+
+
 def schema_is_valid(document: object) -> bool:
     """The spec's metrics.json, read literally: version 1 when given, at most 6 charts,
     each with a unique legal name, file `<name>.csv`, x_axis "step" when given, and a
@@ -158,18 +167,26 @@ def schema_errors(problems: tuple[Problem, ...]) -> list[Problem]:
 @example({"version": True, "charts": []})
 @example({"version": 1.0, "charts": []})
 def test_metrics_json_has_errors_exactly_when_the_spec_says_it_is_invalid(document: object) -> None:
+    text = json.dumps(document)  # NaN and Infinity floats become the non-JSON literals
+    try:
+        loads_strict(text)
+        strict = True
+    except ValueError:
+        strict = False
     with fresh_directory() as directory:
-        (directory / "metrics.json").write_text(json.dumps(document), encoding="utf-8")
+        (directory / "metrics.json").write_text(text, encoding="utf-8")
         problems = timed_check(directory)
-    assert bool(schema_errors(problems)) is not schema_is_valid(document), problems
+    assert bool(schema_errors(problems)) is not (strict and schema_is_valid(document)), problems
     assert all(p.path == "metrics.json" for p in schema_errors(problems))
+    if not strict:
+        assert [p.rule for p in schema_errors(problems)] == [Rule.INVALID_JSON]
 
 
 @PROPERTY_SETTINGS
 @given(st.one_of(st.binary(max_size=300), st.text(max_size=300).map(str.encode)))
 def test_any_metrics_json_bytes_are_answered_without_an_exception(data: bytes) -> None:
     try:
-        document = json.loads(data.decode("utf-8"))
+        document = loads_strict(data.decode("utf-8"))
         parsed = True
     except (UnicodeDecodeError, ValueError, RecursionError):
         document, parsed = None, False

@@ -1,0 +1,70 @@
+"""The token scan behind metrics.json line numbers: each value's own line, never a look-alike."""
+
+from __future__ import annotations
+
+import json
+
+from ocms_tui.json_lines import first_line_of, value_lines
+
+# "loss" is first a y-axis entry of chart "a", then the name of the second chart; "version"
+# is not on line 1; a string holds escaped quotes, brackets and a colon.
+TEXT = """{
+  "charts": [
+    {
+      "name": "a",
+      "y_axis": ["x", "loss"],
+      "note": "a \\"tricky\\" [string]: {with} , marks"
+    },
+    {
+      "y_axis": [
+        "loss",
+        "loss"
+      ],
+      "name": "loss"
+    }
+  ],
+  "version": 2
+}
+"""
+
+
+def test_every_value_gets_the_line_of_its_own_token() -> None:
+    assert json.loads(TEXT)  # the fixture is valid JSON
+    lines = value_lines(TEXT)
+    assert lines[()] == 1
+    assert lines[("charts",)] == 2
+    assert lines[("charts", 0)] == 3
+    assert lines[("charts", 0, "name")] == 4
+    assert lines[("charts", 0, "y_axis", 1)] == 5
+    assert lines[("charts", 0, "note")] == 6
+    assert lines[("charts", 1)] == 8
+    assert lines[("charts", 1, "y_axis")] == 9
+    assert lines[("charts", 1, "y_axis", 0)] == 10
+    assert lines[("charts", 1, "y_axis", 1)] == 11
+    assert lines[("charts", 1, "name")] == 13
+    assert lines[("version",)] == 16
+
+
+def test_keep_limits_what_is_recorded() -> None:
+    lines = value_lines(TEXT, keep=lambda path: len(path) <= 1)
+    assert lines == {(): 1, ("charts",): 2, ("version",): 16}
+
+
+def test_a_duplicated_key_keeps_the_last_line_as_json_loads_keeps_the_last_value() -> None:
+    assert value_lines('{"version": 1,\n"version": 2}') == {(): 1, ("version",): 2}
+
+
+def test_escaped_keys_are_decoded_like_json_loads_does() -> None:
+    assert value_lines('{"na\\u006de":\n 1}') == {(): 1, ("name",): 2}
+
+
+def test_bare_non_json_literals_are_found_but_quoted_ones_are_not() -> None:
+    text = '{"a": "NaN",\n "b": [1,\n -Infinity, NaN]}'
+    assert first_line_of(text, frozenset({"NaN", "Infinity", "-Infinity"})) == 3
+    assert first_line_of('{"a": "NaN"}', frozenset({"NaN"})) is None
+
+
+def test_text_that_is_not_json_ends_the_scan_without_an_exception() -> None:
+    assert value_lines("]]]}{") == {}
+    assert value_lines('{"a": [1, 2') == {(): 1, ("a",): 1, ("a", 0): 1, ("a", 1): 1}
+    assert value_lines("") == {}
