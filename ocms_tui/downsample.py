@@ -167,9 +167,14 @@ def ema(y: npt.ArrayLike, weight: float) -> FloatArray:
     values = ys[finite]
     if weight == 0.0 or values.size == 0:
         return ys
-    zero_started = _decaying_cumsum((1.0 - weight) * values, weight)
+    # The block sums scale terms up by as much as e**_MAX_SCALE_EXPONENT: values near the
+    # double's limits (1e307) would overflow, subnormal ones (5e-324) lose every digit.
+    # Dividing by a power of two near the largest magnitude is exact, and undone at the end.
+    # ldexp(0.5, e) = 2**(e - 1): representable for every double, subnormals included.
+    scale = math.ldexp(0.5, math.frexp(float(np.max(np.abs(values))))[1])
+    zero_started = _decaying_cumsum((1.0 - weight) * (values / scale), weight)
     counts = np.arange(1, values.size + 1, dtype=np.float64)
-    ys[finite] = zero_started / -np.expm1(counts * math.log(weight))
+    ys[finite] = zero_started / -np.expm1(counts * math.log(weight)) * scale
     return ys
 
 

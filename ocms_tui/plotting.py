@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ocms_tui import plotext_speedups
+from ocms_tui.axis_range import nice_ticks, y_axis
 from ocms_tui.downsample import ema, m4
 
 # plotext's line and braille helpers in numpy: the same characters, a third of the time.
@@ -153,14 +154,12 @@ class ChartCanvas:
         figure.plotsize(request.width, request.height)
         if request.theme is not None:
             figure.theme(request.theme)
-        if request.log_y:
-            figure.yscale("log")
         low, high = extent
         if high > low:
             figure.xlim(low, high)
             ticks = nice_ticks(low, high)
             figure.xticks(ticks, [format_tick(tick) for tick in ticks])
-        self.points_drawn = 0
+        drawable: list[tuple[Series, np.ndarray, npt.NDArray[np.float64]]] = []
         for line in series:
             if canvas_columns is None:
                 keep = np.isfinite(line.values) & (line.steps >= low) & (line.steps <= high)
@@ -173,26 +172,25 @@ class ChartCanvas:
                     x_range=extent,
                     x_sorted=line.steps_sorted,
                 )
-            if values.size == 0:
-                continue
+            if values.size:
+                drawable.append((line, steps, values))
+        self.points_drawn = 0
+        if not drawable:
+            # Nothing to draw (e.g. only non-positive values on a log axis): plotext would
+            # fail on an empty log axis, and build() reports "nothing drawable" anyway.
+            return ""
+        # M4 keeps each column's extremes, so the reduced values span the full y range.
+        axis = y_axis([values for _, _, values in drawable], request.log_y)
+        if axis.plotext_log:
+            figure.yscale("log")
+        if axis.ticks:
+            figure.yticks(list(axis.ticks), list(axis.labels))
+        for line, steps, values in drawable:
             self.points_drawn += int(values.size)
-            figure.plot(steps.tolist(), values.tolist(), marker=line.marker, color=line.color)
+            figure.plot(
+                steps.tolist(), axis.drawn(values).tolist(), marker=line.marker, color=line.color
+            )
         return str(figure.build())
-
-
-def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
-    """About `count` round values (1, 2, 2.5 or 5 times a power of ten) within [low, high]."""
-    span = high - low
-    if not span > 0:
-        return [low]
-    raw = span / max(1, count - 1)
-    magnitude = 10 ** math.floor(math.log10(raw))
-    step = next(
-        (magnitude * factor for factor in (1, 2, 2.5, 5) if magnitude * factor >= raw),
-        magnitude * 10,
-    )
-    first = math.ceil(low / step) * step
-    return [first + index * step for index in range(int((high - first) / step + 1e-9) + 1)]
 
 
 def format_tick(value: float) -> str:

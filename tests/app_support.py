@@ -14,10 +14,14 @@ from textual.pilot import Pilot
 _SVG_TEXT = re.compile(r"<text[^>]*>(.*?)</text>", re.DOTALL)
 
 
+def svg_text(svg: str) -> str:
+    """The text of a Textual SVG screenshot (spans joined; runs of spaces may be lost)."""
+    return html.unescape("".join(_SVG_TEXT.findall(svg))).replace("\xa0", " ")
+
+
 def screen_text(app: App[object]) -> str:
     """Everything on the screen as plain text (from Textual's own SVG screenshot)."""
-    svg = app.export_screenshot()
-    return html.unescape("".join(_SVG_TEXT.findall(svg))).replace("\xa0", " ")
+    return svg_text(app.export_screenshot())
 
 
 async def wait_for(pilot: Pilot, condition: Callable[[], bool], timeout: float = 15.0) -> None:

@@ -164,7 +164,8 @@ def test_a_check_model_counts_rows_without_keeping_them(tmp_path: Path) -> None:
 def test_core_does_not_import_textual() -> None:
     code = (
         "import sys, ocms_tui.model, ocms_tui.checker, ocms_tui.report, ocms_tui.cli, "
-        "ocms_tui.schema, ocms_tui.reader, ocms_tui.parse, ocms_tui.series, ocms_tui.plotting; "
+        "ocms_tui.schema, ocms_tui.reader, ocms_tui.parse, ocms_tui.series, ocms_tui.plotting, "
+        "ocms_tui.axis_range, ocms_tui.json_lines; "
         "assert 'textual' not in sys.modules, 'core imported textual'; "
         "assert 'rich' not in sys.modules, 'core imported rich'"
     )
