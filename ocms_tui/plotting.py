@@ -8,7 +8,6 @@ series would.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
