@@ -8,11 +8,25 @@ already logs. The framework integrations in this package are built on it too.
 from __future__ import annotations
 
 import importlib
+import logging
+import os
+import stat
 from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 from typing import Any
 
-from ocms_recorder import DEFAULT_CHART_GROUPS, ChartGroup, OcmsRecorder
+from ocms_recorder import (
+    CSV_SUFFIX,
+    DEFAULT_CHART_GROUPS,
+    ChartGroup,
+    OcmsRecorder,
+    resolve_metrics_dir,
+)
+
+logger = logging.getLogger("ocms_integrations")
+# The last row of a CSV is in its last few KiB unless it is absurdly wide; a longer one
+# only means the earlier run's last step is not named in the message.
+_TAIL_BYTES = 4096
 
 
 def require_framework(module_name: str, extra: str) -> ModuleType:
@@ -48,6 +62,65 @@ def learning_rates(param_groups: Iterable[Mapping[str, Any]]) -> dict[str, float
     if len(rates) == 1:
         return {"learning_rate": rates[0]}
     return {f"learning_rate/group{index}": rate for index, rate in enumerate(rates)}
+
+
+def last_recorded_step(metrics_dir: str) -> int | None:
+    """The largest step in the last rows of the chart CSVs already in `metrics_dir`, -1
+    when they hold rows but none ends in a readable step, None when there are none."""
+    try:
+        names = os.listdir(metrics_dir)
+    except OSError:
+        return None
+    last: int | None = None
+    for name in names:
+        if not name.endswith(CSV_SUFFIX) or name.startswith("."):
+            continue
+        path = os.path.join(metrics_dir, name)
+        try:
+            info = os.stat(path)
+            if not stat.S_ISREG(info.st_mode) or info.st_size == 0:  # a FIFO would block
+                continue
+            with open(path, "rb") as handle:
+                handle.seek(max(0, info.st_size - _TAIL_BYTES))
+                lines = handle.read().split(b"\n")
+        except OSError:
+            continue
+        complete = [line for line in lines[:-1] if line]
+        step_text = complete[-1].split(b",", 1)[0].strip() if complete else b""
+        # At most _TAIL_BYTES digits: under int()'s 4300-digit limit, so it cannot raise.
+        step = int(step_text) if step_text.isdigit() else -1
+        last = step if last is None else max(last, step)
+    return last
+
+
+def warn_if_earlier_run(output_dir: str | None, resuming: bool, how_to_resume: str) -> None:
+    """Say once, before a run writes, what happens to the rows an earlier run left in its
+    directory: they are kept (the recorder never deletes them) and the new rows follow.
+
+    A fresh run (not `resuming`) gets a warning, since its steps start again from 0 and
+    two runs then share one chart; a resumed run only an info line.
+    """
+    directory = resolve_metrics_dir(output_dir)
+    last = last_recorded_step(directory)
+    if last is None:
+        return
+    up_to = f" (up to step {last})" if last >= 0 else ""
+    if resuming:
+        logger.info(
+            "%s holds the rows of the run being resumed%s; new rows are appended to them",
+            directory,
+            up_to,
+        )
+        return
+    logger.warning(
+        "%s already holds the metrics of an earlier run%s. This run starts from step 0 "
+        "and is appended after them: viewers mark where the steps restart. Nothing is "
+        "deleted; to keep runs apart, give this run another output directory (or remove "
+        "the old one); to continue the earlier run, resume it with %s.",
+        directory,
+        up_to,
+        how_to_resume,
+    )
 
 
 class OcmsMixin:
