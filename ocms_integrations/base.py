@@ -24,6 +24,7 @@ from ocms_recorder import (
 )
 
 logger = logging.getLogger("ocms_integrations")
+Row = tuple[int, dict[str, Any]]  # (step, metrics): what one recorder.log call writes
 # The last row of a CSV is in its last few KiB unless it is absurdly wide; a longer one
 # only means the earlier run's last step is not named in the message.
 _TAIL_BYTES = 4096
@@ -121,6 +122,62 @@ def warn_if_earlier_run(output_dir: str | None, resuming: bool, how_to_resume: s
         up_to,
         how_to_resume,
     )
+
+
+class SameStepMerger:
+    """Merges what is logged at one step into one row (the format's same-step rule:
+    writers merge what they log at one step into one row per chart).
+
+    `add(step, metrics)` holds the metrics while the step stays the same and returns the
+    row of the previous step once another step arrives; `flush()` returns the row held.
+    After a flush, metrics logged again at the step just returned (an `evaluate()` after
+    `train()` re-logs the last step) keep only the keys whose value changed: a key whose
+    value the row already holds is not written twice.
+    """
+
+    def __init__(self) -> None:
+        self._step: int | None = None
+        self._pending: dict[str, Any] = {}
+        self._last_row: Row | None = None
+
+    @property
+    def pending_step(self) -> int | None:
+        """The step of the row held, None when none is."""
+        return self._step if self._pending else None
+
+    def add(self, step: int, metrics: Mapping[str, Any]) -> list[Row]:
+        completed: list[Row] = []
+        if self._pending and step != self._step:
+            completed = self.flush()
+        if not self._pending and self._last_row is not None and self._last_row[0] == step:
+            written = self._last_row[1]
+            metrics = {
+                key: value
+                for key, value in metrics.items()
+                if key not in written or not _same_value(written[key], value)
+            }
+        if metrics:
+            self._step = step
+            self._pending.update(metrics)
+        return completed
+
+    def flush(self) -> list[Row]:
+        if not self._pending or self._step is None:
+            return []
+        row: Row = (self._step, self._pending)
+        self._pending = {}
+        if self._last_row is not None and self._last_row[0] == row[0]:
+            self._last_row = (row[0], {**self._last_row[1], **row[1]})
+        else:
+            self._last_row = (row[0], dict(row[1]))
+        return [row]
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # e.g. arrays: compared element-wise, no single truth value
+        return False
 
 
 class OcmsMixin:

@@ -22,7 +22,7 @@
     the recorder does not report them as unplaceable; pass `every_key=True` with your own
     chart groups, which then see every key.
 
-`SameStepMerger` is the row merger both use: `add(step, metrics)` returns the rows it
+`SameStepMerger` (from `ocms_integrations.base`) is the row merger both use: `add(step, metrics)` returns the rows it
 completes, `flush()` the one it still holds.
 """
 
@@ -33,9 +33,17 @@ from typing import Any
 
 from ocms_recorder import DEFAULT_CHART_GROUPS, ChartGroup
 
-from ocms_integrations.base import chart_groups_with
+from ocms_integrations.base import Row, SameStepMerger, chart_groups_with
 
-Row = tuple[int, dict[str, Any]]
+__all__ = [
+    "HF_CHART_GROUPS",
+    "Row",
+    "SameStepMerger",
+    "entry_metrics",
+    "is_eval_score",
+    "is_eval_timing",
+    "rows_from_log_history",
+]
 
 STEP_KEY = "step"  # what Trainer.log adds to each log_history entry: state.global_step
 # Only the one log that Trainer.train() emits when it ends holds this key. That log is a
@@ -73,61 +81,6 @@ def entry_metrics(entry: Mapping[str, Any], every_key: bool = False) -> dict[str
         for key, value in entry.items()
         if key != STEP_KEY and (every_key or not is_eval_timing(key))
     }
-
-
-class SameStepMerger:
-    """Merges what is logged at one step into one row.
-
-    `add(step, metrics)` holds the metrics while the step stays the same and returns the
-    row of the previous step once another step arrives; `flush()` returns the row held.
-    After a flush, metrics logged again at the step just returned (an `evaluate()` after
-    `train()` re-logs the last step) keep only the keys whose value changed: a key whose
-    value the row already holds is not written twice.
-    """
-
-    def __init__(self) -> None:
-        self._step: int | None = None
-        self._pending: dict[str, Any] = {}
-        self._last_row: Row | None = None
-
-    @property
-    def pending_step(self) -> int | None:
-        """The step of the row held, None when none is."""
-        return self._step if self._pending else None
-
-    def add(self, step: int, metrics: Mapping[str, Any]) -> list[Row]:
-        completed: list[Row] = []
-        if self._pending and step != self._step:
-            completed = self.flush()
-        if not self._pending and self._last_row is not None and self._last_row[0] == step:
-            written = self._last_row[1]
-            metrics = {
-                key: value
-                for key, value in metrics.items()
-                if key not in written or not _same_value(written[key], value)
-            }
-        if metrics:
-            self._step = step
-            self._pending.update(metrics)
-        return completed
-
-    def flush(self) -> list[Row]:
-        if not self._pending or self._step is None:
-            return []
-        row: Row = (self._step, self._pending)
-        self._pending = {}
-        if self._last_row is not None and self._last_row[0] == row[0]:
-            self._last_row = (row[0], {**self._last_row[1], **row[1]})
-        else:
-            self._last_row = (row[0], dict(row[1]))
-        return [row]
-
-
-def _same_value(a: Any, b: Any) -> bool:
-    try:
-        return bool(a == b)
-    except Exception:  # e.g. arrays: compared element-wise, no single truth value
-        return False
 
 
 def rows_from_log_history(
