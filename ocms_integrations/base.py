@@ -8,11 +8,26 @@ already logs. The framework integrations in this package are built on it too.
 from __future__ import annotations
 
 import importlib
+import logging
+import os
+import stat
 from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 from typing import Any
 
-from ocms_recorder import DEFAULT_CHART_GROUPS, ChartGroup, OcmsRecorder
+from ocms_recorder import (
+    CSV_SUFFIX,
+    DEFAULT_CHART_GROUPS,
+    ChartGroup,
+    OcmsRecorder,
+    resolve_metrics_dir,
+)
+
+logger = logging.getLogger("ocms_integrations")
+Row = tuple[int, dict[str, Any]]  # (step, metrics): what one recorder.log call writes
+# The last row of a CSV is in its last few KiB unless it is absurdly wide; a longer one
+# only means the earlier run's last step is not named in the message.
+_TAIL_BYTES = 4096
 
 
 def require_framework(module_name: str, extra: str) -> ModuleType:
@@ -48,6 +63,121 @@ def learning_rates(param_groups: Iterable[Mapping[str, Any]]) -> dict[str, float
     if len(rates) == 1:
         return {"learning_rate": rates[0]}
     return {f"learning_rate/group{index}": rate for index, rate in enumerate(rates)}
+
+
+def last_recorded_step(metrics_dir: str) -> int | None:
+    """The largest step in the last rows of the chart CSVs already in `metrics_dir`, -1
+    when they hold rows but none ends in a readable step, None when there are none."""
+    try:
+        names = os.listdir(metrics_dir)
+    except OSError:
+        return None
+    last: int | None = None
+    for name in names:
+        if not name.endswith(CSV_SUFFIX) or name.startswith("."):
+            continue
+        path = os.path.join(metrics_dir, name)
+        try:
+            info = os.stat(path)
+            if not stat.S_ISREG(info.st_mode) or info.st_size == 0:  # a FIFO would block
+                continue
+            with open(path, "rb") as handle:
+                handle.seek(max(0, info.st_size - _TAIL_BYTES))
+                lines = handle.read().split(b"\n")
+        except OSError:
+            continue
+        complete = [line for line in lines[:-1] if line]
+        step_text = complete[-1].split(b",", 1)[0].strip() if complete else b""
+        # At most _TAIL_BYTES digits: under int()'s 4300-digit limit, so it cannot raise.
+        step = int(step_text) if step_text.isdigit() else -1
+        last = step if last is None else max(last, step)
+    return last
+
+
+def warn_if_earlier_run(output_dir: str | None, resuming: bool, how_to_resume: str) -> None:
+    """Say once, before a run writes, what happens to the rows an earlier run left in its
+    directory: they are kept (the recorder never deletes them) and the new rows follow.
+
+    A fresh run (not `resuming`) gets a warning, since its steps start again from 0 and
+    two runs then share one chart; a resumed run only an info line.
+    """
+    directory = resolve_metrics_dir(output_dir)
+    last = last_recorded_step(directory)
+    if last is None:
+        return
+    up_to = f" (up to step {last})" if last >= 0 else ""
+    if resuming:
+        logger.info(
+            "%s holds the rows of the run being resumed%s; new rows are appended to them",
+            directory,
+            up_to,
+        )
+        return
+    logger.warning(
+        "%s already holds the metrics of an earlier run%s. This run starts from step 0 "
+        "and is appended after them: viewers mark where the steps restart. Nothing is "
+        "deleted; to keep runs apart, give this run another output directory (or remove "
+        "the old one); to continue the earlier run, resume it with %s.",
+        directory,
+        up_to,
+        how_to_resume,
+    )
+
+
+class SameStepMerger:
+    """Merges what is logged at one step into one row (the format's same-step rule:
+    writers merge what they log at one step into one row per chart).
+
+    `add(step, metrics)` holds the metrics while the step stays the same and returns the
+    row of the previous step once another step arrives; `flush()` returns the row held.
+    After a flush, metrics logged again at the step just returned (an `evaluate()` after
+    `train()` re-logs the last step) keep only the keys whose value changed: a key whose
+    value the row already holds is not written twice.
+    """
+
+    def __init__(self) -> None:
+        self._step: int | None = None
+        self._pending: dict[str, Any] = {}
+        self._last_row: Row | None = None
+
+    @property
+    def pending_step(self) -> int | None:
+        """The step of the row held, None when none is."""
+        return self._step if self._pending else None
+
+    def add(self, step: int, metrics: Mapping[str, Any]) -> list[Row]:
+        completed: list[Row] = []
+        if self._pending and step != self._step:
+            completed = self.flush()
+        if not self._pending and self._last_row is not None and self._last_row[0] == step:
+            written = self._last_row[1]
+            metrics = {
+                key: value
+                for key, value in metrics.items()
+                if key not in written or not _same_value(written[key], value)
+            }
+        if metrics:
+            self._step = step
+            self._pending.update(metrics)
+        return completed
+
+    def flush(self) -> list[Row]:
+        if not self._pending or self._step is None:
+            return []
+        row: Row = (self._step, self._pending)
+        self._pending = {}
+        if self._last_row is not None and self._last_row[0] == row[0]:
+            self._last_row = (row[0], {**self._last_row[1], **row[1]})
+        else:
+            self._last_row = (row[0], dict(row[1]))
+        return [row]
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # e.g. arrays: compared element-wise, no single truth value
+        return False
 
 
 class OcmsMixin:

@@ -3,61 +3,128 @@
     from ocms_integrations.lightning import OcmsCallback
     trainer = Trainer(..., callbacks=[OcmsCallback()])
 
-Every `log_every_n_steps` optimizer steps, what the module logged with `self.log` in
-training (`trainer.callback_metrics`), the epoch and the learning rate are recorded at
-`trainer.global_step`; validation metrics are recorded when validation ends. Global rank
-zero only; the directory is `$METRICS` or `<trainer.default_root_dir>/ocms_metrics`.
+What Lightning hands its own loggers (CSVLogger, TensorBoard) is recorded at the step they
+get: training metrics every `log_every_n_steps` batches, epoch-level training metrics at
+the end of each epoch, validation and test results when they end, and
+`LearningRateMonitor`'s `lr-*` values, plus the epoch (fractional) and the learning rate.
+Lightning's names are mapped onto the usual charts (`LIGHTNING_CHART_GROUPS`). Everything
+of one step becomes one row per chart. Global rank zero only; the directory is `$METRICS`
+or `<trainer.default_root_dir>/ocms_metrics`.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ocms_recorder import ChartGroup
+from ocms_recorder import DEFAULT_CHART_GROUPS, ChartGroup
 
-from ocms_integrations.base import OcmsMixin, learning_rates, require_framework
+from ocms_integrations.base import (
+    OcmsMixin,
+    SameStepMerger,
+    chart_groups_with,
+    learning_rates,
+    require_framework,
+    warn_if_earlier_run,
+)
+
+logger = logging.getLogger("ocms_integrations")
 
 
-def _callback_bases() -> tuple[type, ...]:
-    """Lightning's Callback class from each installed flavour of the package.
+def _framework_modules() -> list[Any]:
+    """`lightning.pytorch` and/or `pytorch_lightning`, whichever are installed.
 
     The two packages ship separate (identical) Callback classes and each Trainer checks
     isinstance against its own; subclassing every installed one lets one callback object
     work with whichever Trainer the user imports.
     """
-    bases: list[type] = []
+    modules: list[Any] = []
     first_error: ImportError | None = None
     for module_name in ("lightning.pytorch", "pytorch_lightning"):
         try:
-            bases.append(require_framework(module_name, "lightning").Callback)
+            modules.append(require_framework(module_name, "lightning"))
         except ImportError as error:
             first_error = first_error or error
-    if not bases:
+    if not modules:
         assert first_error is not None
         raise first_error
-    return tuple(bases)
+    return modules
 
 
-_FORK_SUFFIXES = ("_step", "_epoch")
+_FRAMEWORKS = _framework_modules()
+_LEARNING_RATE_MONITORS = tuple(module.callbacks.LearningRateMonitor for module in _FRAMEWORKS)
+
+# What `self.log(name, on_step=True, on_epoch=True)` forks a name into.
+_STEP_SUFFIX, _EPOCH_SUFFIX = "_step", "_epoch"
+# How Lightning users name the metrics of each stage: `val_acc`, `val/acc`, `test_f1`.
+_STAGE_PREFIXES = tuple(
+    stage + separator
+    for stage in ("train", "val", "valid", "validation", "test")
+    for separator in ("_", "/")
+)
+# LearningRateMonitor's names: `lr-SGD`, `lr-Adam/pg1`, `lr-SGD-momentum`, ...
+_MONITOR_PREFIX = "lr-"
+_MONITOR_NON_RATES = ("-momentum", "-weight_decay")
+_DEFAULTS = dict(DEFAULT_CHART_GROUPS)
 
 
-def _training_step_metrics(
-    callback_metrics: Mapping[str, Any], validation_keys: set[str]
-) -> dict[str, Any]:
-    """The metrics of this training step: no validation results (callback_metrics keeps
-    the last ones) and, for `self.log(name, on_step=True, on_epoch=True)`, only `name`
-    (Lightning adds `name_step`, equal to it, and `name_epoch`, the last epoch's mean)."""
-    return {
-        key: value
-        for key, value in callback_metrics.items()
-        if key not in validation_keys
-        and not any(
-            key.endswith(suffix) and key[: -len(suffix)] in callback_metrics
-            for suffix in _FORK_SUFFIXES
-        )
+def _without_fork_suffix(key: str) -> str:
+    for suffix in (_STEP_SUFFIX, _EPOCH_SUFFIX):
+        if key.endswith(suffix) and len(key) > len(suffix):
+            return key[: -len(suffix)]
+    return key
+
+
+def is_lightning_loss(key: str) -> bool:
+    """`loss`, `*_loss`, `val/loss`, and their `_step`/`_epoch` forks."""
+    base = _without_fork_suffix(key)
+    return _DEFAULTS["loss"](base) or base.endswith("/loss")
+
+
+def is_lightning_learning_rate(key: str) -> bool:
+    """The guide's learning rates and LearningRateMonitor's `lr-<optimizer>[/pg<i>]`
+    (not its `-momentum` and `-weight_decay`, which are no rates)."""
+    if _DEFAULTS["learning_rate"](key):
+        return True
+    return key.startswith(_MONITOR_PREFIX) and not key.endswith(_MONITOR_NON_RATES)
+
+
+def is_lightning_score(key: str) -> bool:
+    """The guide's scores and every stage metric that is no loss (`val_acc`, `test_f1`,
+    `train_acc_epoch`, `val/mAP`)."""
+    base = _without_fork_suffix(key)
+    return _DEFAULTS["eval_score"](base) or base.startswith(_STAGE_PREFIXES)
+
+
+LIGHTNING_CHART_GROUPS: list[ChartGroup] = chart_groups_with(
+    {
+        "loss": is_lightning_loss,
+        "learning_rate": is_lightning_learning_rate,
+        "eval_score": is_lightning_score,
     }
+)
+
+
+def _batches_that_stepped(trainer: Any) -> int:
+    """The step Lightning's loggers get for what is logged now: the number of batches
+    that made an optimizer step before the current one (Lightning's
+    `fit_loop.epoch_loop._batches_that_stepped`, which every logger callback uses)."""
+    step = getattr(getattr(trainer.fit_loop, "epoch_loop", None), "_batches_that_stepped", None)
+    return step if isinstance(step, int) else trainer.global_step
+
+
+def _step_value_names(metrics: Mapping[str, Any], callback_metrics: Mapping[str, Any]) -> dict:
+    """`name_step` (the step value of `self.log(name, on_step=True, on_epoch=True)`) under
+    its own `name`, as the module logged it; other names unchanged."""
+    renamed: dict[str, Any] = {}
+    for key, value in metrics.items():
+        base = key[: -len(_STEP_SUFFIX)] if key.endswith(_STEP_SUFFIX) else None
+        if base and base in callback_metrics and base + _EPOCH_SUFFIX not in metrics:
+            key = base
+        renamed[key] = value
+    return renamed
 
 
 def _as_float(value: Any) -> float:
@@ -67,8 +134,17 @@ def _as_float(value: Any) -> float:
         return math.nan
 
 
-class OcmsCallback(*_callback_bases(), OcmsMixin):  # type: ignore[misc]
-    """Records Lightning metrics as ocms charts (see the module docstring)."""
+def _same_float(a: float, b: float) -> bool:
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
+class OcmsCallback(*(module.Callback for module in _FRAMEWORKS), OcmsMixin):  # type: ignore[misc]
+    """Records Lightning metrics as ocms charts (see the module docstring).
+
+    `chart_groups` defaults to `LIGHTNING_CHART_GROUPS`; `log_learning_rate=False` leaves
+    out the first optimizer's `learning_rate` (also left out when a LearningRateMonitor
+    logs the rates).
+    """
 
     def __init__(
         self,
@@ -77,11 +153,18 @@ class OcmsCallback(*_callback_bases(), OcmsMixin):  # type: ignore[misc]
         log_learning_rate: bool = True,
     ) -> None:
         self._output_dir = output_dir
-        self._chart_groups = list(chart_groups) if chart_groups is not None else None
+        self._chart_groups = (
+            list(chart_groups) if chart_groups is not None else LIGHTNING_CHART_GROUPS
+        )
         self._log_learning_rate = log_learning_rate
-        self._last_logged_step = -1
-        self._validation_keys: set[str] = set()
-        self._before_validation: dict[str, float] = {}
+        self._merger = SameStepMerger()
+        self._seen_global_step = -1
+        self._evaluation_keys: set[str] = set()
+        self._before_evaluation: dict[str, float] = {}
+        self._warned_no_metrics = False
+        self._monitor_values: dict[str, Any] = {}  # lr-* name -> the last tensor recorded
+
+    # -- where and when -------------------------------------------------------------------
 
     def _ready(self, trainer: Any) -> bool:
         """True on global rank zero, with the recorder started."""
@@ -91,22 +174,100 @@ class OcmsCallback(*_callback_bases(), OcmsMixin):  # type: ignore[misc]
             self._init_ocms(self._output_dir or trainer.default_root_dir, self._chart_groups)
         return True
 
+    @staticmethod
+    def _logs_this_batch(trainer: Any, step: int) -> bool:
+        """Lightning's own rule (`should_update_logs`) for training-step logging."""
+        every = trainer.log_every_n_steps
+        return bool(every) and ((step + 1) % every == 0 or trainer.should_stop)
+
+    def _add(self, step: int, metrics: Mapping[str, Any]) -> None:
+        for row_step, row in self._merger.add(step, metrics):
+            self._ocms_log(row_step, row)
+
+    def _flush(self) -> None:
+        for row_step, row in self._merger.flush():
+            self._ocms_log(row_step, row)
+
+    def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+        if trainer.is_global_zero and self._ocms_recorder is None:
+            # Lightning has restored a checkpoint (`ckpt_path`) before this hook.
+            warn_if_earlier_run(
+                self._output_dir or trainer.default_root_dir,
+                resuming=trainer.ckpt_path is not None or trainer.global_step > 0,
+                how_to_resume="trainer.fit(..., ckpt_path=...)",
+            )
+
+    # -- training -------------------------------------------------------------------------
+
+    def on_train_batch_start(
+        self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int
+    ) -> None:
+        if not trainer.is_global_zero:
+            return
+        self._flush()  # every value of the previous step has arrived
+        step = _batches_that_stepped(trainer)
+        monitored = any(isinstance(cb, _LEARNING_RATE_MONITORS) for cb in trainer.callbacks)
+        if (
+            self._log_learning_rate
+            and trainer.optimizers
+            and not monitored  # LearningRateMonitor logs the rates itself, as lr-*
+            and self._logs_this_batch(trainer, step)
+            and self._ready(trainer)
+        ):
+            # Read before the step, as LearningRateMonitor does: the rate this step uses.
+            self._add(step, learning_rates(trainer.optimizers[0].param_groups))
+
     def on_train_batch_end(
         self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
     ) -> None:
-        step = trainer.global_step
-        # With gradient accumulation this hook runs once per micro-batch; only the first
-        # call after an optimizer step logs (step 0 means no step has been taken yet).
-        if step == 0 or step == self._last_logged_step or step % trainer.log_every_n_steps:
+        if not trainer.is_global_zero:
             return
+        step = _batches_that_stepped(trainer)
+        rates = self._new_monitor_rates(trainer)
+        if rates and self._ready(trainer):
+            self._add(step, rates)
+        # With gradient accumulation this hook runs once per micro-batch; Lightning logs
+        # only after the micro-batch that stepped (global_step then moved on).
+        stepped = trainer.global_step != self._seen_global_step
+        self._seen_global_step = trainer.global_step
+        if pl_module.automatic_optimization and not stepped:
+            return
+        if not self._logs_this_batch(trainer, step) or not self._ready(trainer):
+            return
+        metrics = _step_value_names(self._logged_now(trainer), trainer.callback_metrics)
+        metrics["epoch"] = self._fractional_epoch(trainer, batch_idx)
+        self._add(step, metrics)
+
+    def _new_monitor_rates(self, trainer: Any) -> dict[str, Any]:
+        """The `lr-*` values LearningRateMonitor logged since the last batch ended (at
+        this batch's start, or the epoch's: both at the step this batch logs at). It
+        puts a new tensor into callback_metrics each time it logs one."""
+        new = {
+            key: value
+            for key, value in trainer.callback_metrics.items()
+            if key.startswith(_MONITOR_PREFIX) and self._monitor_values.get(key) is not value
+        }
+        self._monitor_values.update(new)
+        return new
+
+    def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
+        # Lightning logs epoch-level training metrics (`name_epoch`, on_epoch-only names)
+        # at the step of the epoch's last batch.
         if not self._ready(trainer):
             return
-        self._last_logged_step = step
-        metrics = _training_step_metrics(trainer.callback_metrics, self._validation_keys)
-        metrics["epoch"] = self._fractional_epoch(trainer, batch_idx)
-        if self._log_learning_rate and trainer.optimizers:
-            metrics.update(learning_rates(trainer.optimizers[0].param_groups))
-        self._ocms_log(step, metrics)
+        metrics = self._logged_now(trainer)
+        if metrics:
+            self._add(max(_batches_that_stepped(trainer) - 1, 0), metrics)
+
+    def _logged_now(self, trainer: Any) -> dict[str, Any]:
+        """What Lightning's logger connector hands its loggers at this moment."""
+        try:
+            return dict(trainer._logger_connector.metrics["log"])
+        except Exception as error:  # a Lightning version without it: say so once
+            if not self._warned_no_metrics:
+                self._warned_no_metrics = True
+                logger.warning("cannot read Lightning's logged metrics (%r)", error)
+            return {}
 
     @staticmethod
     def _fractional_epoch(trainer: Any, batch_idx: int) -> float:
@@ -115,37 +276,59 @@ class OcmsCallback(*_callback_bases(), OcmsMixin):  # type: ignore[misc]
             return trainer.current_epoch + (batch_idx + 1) / batches
         return float(trainer.current_epoch)
 
-    def on_validation_start(self, trainer: Any, pl_module: Any) -> None:
+    # -- validation and test --------------------------------------------------------------
+
+    def _evaluation_starts(self, trainer: Any) -> None:
         # Lightning updates callback_metrics' tensors in place, so compare plain floats.
-        self._before_validation = {
+        self._before_evaluation = {
             key: _as_float(value) for key, value in trainer.callback_metrics.items()
         }
 
-    def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
-        # Training results do not change while validation runs: what is new or changed
-        # now was logged by validation. Learned during the sanity check too, but only
-        # real validation runs are recorded.
-        before = self._before_validation
+    def _evaluation_ends(self, trainer: Any, keep_open: bool) -> None:
+        # Training results do not change while an evaluation runs: what is new or changed
+        # now was logged by it. Learned during the sanity check too, but only real runs
+        # are recorded.
+        before = self._before_evaluation
         for key, value in trainer.callback_metrics.items():
             old = before.get(key)
-            if old is None or not _same_float(old, _as_float(value)):
-                self._validation_keys.add(key)
+            if not key.startswith(_MONITOR_PREFIX) and (
+                old is None or not _same_float(old, _as_float(value))
+            ):
+                self._evaluation_keys.add(key)
         if trainer.sanity_checking or not self._ready(trainer):
             return
         metrics = {
             key: value
             for key, value in trainer.callback_metrics.items()
-            if key in self._validation_keys
+            if key in self._evaluation_keys
         }
         if metrics:
-            self._ocms_log(trainer.global_step, metrics)
+            self._add(_batches_that_stepped(trainer), metrics)
+        if not keep_open:
+            self._flush()
+
+    def on_validation_start(self, trainer: Any, pl_module: Any) -> None:
+        self._evaluation_starts(trainer)
+
+    def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
+        # Inside fit() the epoch-end row of this step may follow: keep the row open.
+        self._evaluation_ends(trainer, keep_open=trainer.state.fn == "fit")
+
+    def on_test_start(self, trainer: Any, pl_module: Any) -> None:
+        self._evaluation_starts(trainer)
+
+    def on_test_end(self, trainer: Any, pl_module: Any) -> None:
+        self._evaluation_ends(trainer, keep_open=False)
+
+    # -- the end --------------------------------------------------------------------------
+
+    def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+        self._flush()
 
     def teardown(self, trainer: Any, pl_module: Any, stage: str) -> None:
+        self._flush()
         self._ocms_finish()
 
     def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
+        self._flush()
         self._ocms_finish()
-
-
-def _same_float(a: float, b: float) -> bool:
-    return a == b or (math.isnan(a) and math.isnan(b))
