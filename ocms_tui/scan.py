@@ -101,6 +101,9 @@ class Site:
     # site states them, as source text. Not part of the report.
     step: str | None = field(default=None, compare=False)
     values: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    metrics_expression: str | None = field(default=None, compare=False)  # the dict logged
+    tag_expression: str | None = field(default=None, compare=False)  # add_scalar(s)' tag
+    value_expression: str | None = field(default=None, compare=False)  # add_scalar's value
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -246,11 +249,21 @@ def parse_source(text: str, name: str) -> ast.Module:
 # ---------------------------------------------------------------------------------------
 
 
-def _source_text(node: ast.AST) -> str:
+def _code(node: ast.AST) -> str:
+    """A node as source code (normalised by `ast.unparse`)."""
     try:
-        text = ast.unparse(node)
+        return ast.unparse(node)
     except (RecursionError, ValueError):
         return "?"
+
+
+def _optional_code(node: ast.AST | None) -> str | None:
+    return None if node is None else _code(node)
+
+
+def _source_text(node: ast.AST) -> str:
+    """A node as source, shortened for display."""
+    text = _code(node)
     return text if len(text) <= MAX_CALL_TEXT else text[: MAX_CALL_TEXT - 3] + "..."
 
 
@@ -286,12 +299,12 @@ def _dict_items(node: ast.AST | None) -> list[tuple[str, str]]:
     """(key, value source) of a dict literal or `dict(k=v)` call with string keys."""
     if isinstance(node, ast.Dict):
         return [
-            (key, _source_text(value))
+            (key, _code(value))
             for key_node, value in zip(node.keys, node.values, strict=True)
             if (key := _string(key_node)) is not None
         ]
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
-        return [(item.arg, _source_text(item.value)) for item in node.keywords if item.arg]
+        return [(item.arg, _code(item.value)) for item in node.keywords if item.arg]
     return []
 
 
@@ -315,7 +328,7 @@ def _formatted_values(node: ast.expr, call: ast.Call) -> list[tuple[str, str]] |
                 label = _label_keys(text + "{}")
                 key = label[-1] if label and text.rstrip().endswith((":", "=")) else None
                 if key and key not in dict(pairs):
-                    pairs.append((key, _source_text(part.value)))
+                    pairs.append((key, _code(part.value)))
                 text += "{}"
             else:
                 text += str(part.value) if isinstance(part, ast.Constant) else ""
@@ -347,7 +360,7 @@ def _formatted_values(node: ast.expr, call: ast.Call) -> list[tuple[str, str]] |
             if key in _STEP_WORDS or index is None or index >= len(arguments):
                 continue
             if key not in dict(pairs):
-                pairs.append((key, _source_text(arguments[index])))
+                pairs.append((key, _code(arguments[index])))
     if "loss" not in template.lower() and not any("loss" in value for _, value in pairs):
         return None
     return [(key, value) for key, value in pairs if key not in _STEP_WORDS]
@@ -430,9 +443,12 @@ class _SiteFinder(ast.NodeVisitor):
         values: Sequence[tuple[str, str]] = (),
         step: ast.expr | None = None,
         keys: Sequence[str] | None = None,
+        metrics: ast.AST | None = None,
+        tag: ast.AST | None = None,
+        value: ast.AST | None = None,
     ) -> None:
         pairs = tuple(values)
-        step_text = _source_text(step) if step is not None else self._guess_step(node)
+        step_text = _code(step) if step is not None else self._guess_step(node)
         self.sites.append(
             Site(
                 file=self.file_name,
@@ -443,6 +459,9 @@ class _SiteFinder(ast.NodeVisitor):
                 keys=tuple(keys if keys is not None else dict(pairs)),
                 step=step_text,
                 values=pairs,
+                metrics_expression=_optional_code(metrics),
+                tag_expression=_optional_code(tag),
+                value_expression=_optional_code(value),
             )
         )
 
@@ -469,7 +488,9 @@ class _SiteFinder(ast.NodeVisitor):
             if name.lower().endswith("metrics") and isinstance(value, (ast.Dict, ast.Call)):
                 items = _dict_items(value)
                 if items or isinstance(value, ast.Dict):
-                    self._add(node, f"{_source_text(targets[0])} = {{...}}", METRICS_DICT, items)
+                    target = targets[0]
+                    call = f"{_source_text(target)} = {{...}}"
+                    self._add(node, call, METRICS_DICT, items, metrics=target)
 
     def visit_Call(self, node: ast.Call) -> None:
         self._call(node)
@@ -493,22 +514,29 @@ class _SiteFinder(ast.NodeVisitor):
             return
         method, receiver = func.attr, _receiver_name(func.value)
         if method in ("add_scalar", "add_scalars"):
-            tag = _string(_argument(node, 0, "tag" if method == "add_scalar" else "main_tag"))
+            tag_node = _argument(node, 0, "tag" if method == "add_scalar" else "main_tag")
+            tag = _string(tag_node)
             step = _argument(node, 2, "global_step")
             if method == "add_scalar":
                 value = _argument(node, 1, "scalar_value")
-                pairs = [(tag, _source_text(value))] if tag and value is not None else []
-                self._add(node, callee, TB_SCALAR, pairs, step, keys=[tag] if tag else [])
+                pairs = [(tag, _code(value))] if tag and value is not None else []
+                keys = [tag] if tag else []
+                self._add(node, callee, TB_SCALAR, pairs, step, keys, tag=tag_node, value=value)
             else:
-                items = self._resolve_dict(_argument(node, 1, "tag_scalar_dict"), node)
+                scalars = _argument(node, 1, "tag_scalar_dict")
+                items = self._resolve_dict(scalars, node)
                 keys = [f"{tag}/{key}" if tag else key for key, _ in items]
-                self._add(node, callee, TB_SCALARS, (), step, keys=keys)
+                self._add(node, callee, TB_SCALARS, (), step, keys, metrics=scalars, tag=tag_node)
         elif method == "log" and receiver == "wandb":
-            items = self._resolve_dict(_argument(node, 0, "data"), node)
-            self._add(node, callee, WANDB, items, _argument(node, None, "step"))
+            data = _argument(node, 0, "data")
+            items = self._resolve_dict(data, node)
+            step = _argument(node, None, "step")
+            self._add(node, callee, WANDB, items, step, keys=dict(items), metrics=data)
         elif method == "log" and "accelerator" in receiver.lower():
-            items = self._resolve_dict(_argument(node, 0, "values"), node)
-            self._add(node, callee, ACCELERATOR, items, _argument(node, 1, "step"))
+            data = _argument(node, 0, "values")
+            items = self._resolve_dict(data, node)
+            step = _argument(node, 1, "step")
+            self._add(node, callee, ACCELERATOR, items, step, keys=dict(items), metrics=data)
         elif receiver == "self" and method in ("log", "log_dict") and self._in_lightning():
             if method == "log":
                 name = _string(_argument(node, 0, "name"))

@@ -339,7 +339,7 @@ def test_an_inaccessible_project_is_a_usage_error(tmp_path: Path) -> None:
 
 def test_scan_modules_import_no_textual() -> None:
     code = (
-        "import sys, ocms_tui.scan, ocms_tui.cli; "
+        "import sys, ocms_tui.scan, ocms_tui.scaffold, ocms_tui.cli; "
         "assert 'textual' not in sys.modules and 'rich' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
