@@ -1,4 +1,4 @@
-"""Command line: the dashboard, `--check`, `--demo`, `--snapshot` and `verify`.
+"""Command line: the dashboard, `--check`, `--demo`, `--snapshot`, `verify`, `scan`, `init`.
 
 Textual is imported only by the commands that open or render the dashboard, so that
 `--check` in CI starts fast.
@@ -49,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=(
             "Also: 'ocms-tui verify [--output-dir DIR] [--require-ocms]' self-tests the "
             "recorder or checks a training run's metric files. "
+            "'ocms-tui scan PROJECT_DIR' finds where a training project logs metrics; "
+            "'ocms-tui init PROJECT_DIR [--write]' adds the recorder to it. "
             "Exit codes of --check: 0 no errors, 1 errors (or warnings with --strict), "
             "2 usage error or missing directory."
         ),
@@ -114,6 +116,44 @@ def build_verify_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def build_scan_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ocms-tui scan",
+        description=(
+            "Find where a training project logs metrics (read as text, never imported or "
+            "run) and what charts the recorder would make of them."
+        ),
+        epilog="Exit codes: 0 found a place to integrate, 1 found nothing, 2 usage error.",
+    )
+    parser.add_argument("project", metavar="PROJECT_DIR", type=Path)
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    return parser
+
+
+def build_init_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ocms-tui init",
+        description=(
+            "Copy the recorder (and the framework's hook) into PROJECT_DIR/migrate_to_cloudrobo/ "
+            "and print the edit that wires it in, as a unified diff; --write applies it."
+        ),
+        epilog="Exit codes: 0 done (or nothing to do), 1 nothing to integrate or refused, "
+        "2 usage error.",
+    )
+    parser.add_argument("project", metavar="PROJECT_DIR", type=Path)
+    parser.add_argument("--write", action="store_true", help="apply the edit and copy the files")
+    parser.add_argument(
+        "--output-dir-expr",
+        metavar="EXPR",
+        help="Python expression for the training output directory at the logging site "
+        "(default: None, i.e. $METRICS else ./ocms_metrics)",
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="--write even with uncommitted changes in git"
+    )
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments[:1] == ["verify"]:
@@ -121,6 +161,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         options = build_verify_parser().parse_args(arguments[1:])
         return run_verify(options.output_dir, options.require_ocms)
+    if arguments[:1] == ["scan"]:
+        options = build_scan_parser().parse_args(arguments[1:])
+        return _scan(options.project, options.format)
+    if arguments[:1] == ["init"]:
+        from ocms_tui.scaffold import run_init
+
+        options = build_init_parser().parse_args(arguments[1:])
+        return run_init(
+            options.project,
+            write=options.write,
+            output_dir_expr=options.output_dir_expr,
+            force=options.force,
+        )
 
     parser = build_parser()
     options = parser.parse_args(arguments)
@@ -145,6 +198,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ocms_tui.app import run_dashboard
 
     return run_dashboard(paths, poll=options.poll)  # runs under parents are found there
+
+
+def _scan(project: Path, output_format: str) -> int:
+    import json
+
+    from ocms_tui.report import encodable, printable
+    from ocms_tui.scan import format_text, scan_project
+
+    try:
+        is_directory = project.is_dir()
+    except OSError as error:  # Python < 3.12 raises for an inaccessible parent
+        is_directory, reason = False, error.strerror
+    else:
+        reason = "is not a directory"
+    if not is_directory:
+        print(printable(f"ocms-tui scan: {project}: {reason}"), file=sys.stderr)
+        return ExitCode.USAGE
+    result = scan_project(project)
+    if output_format == "json":
+        text = json.dumps(result.as_json(), indent=2) + "\n"
+    else:
+        text = format_text(result)
+    sys.stdout.write(encodable(text, sys.stdout))
+    sys.stdout.flush()
+    return ExitCode.OK if result.found else ExitCode.PROBLEMS
 
 
 def _check(paths: list[Path], output_format: str, strict: bool) -> int:

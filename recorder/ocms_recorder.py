@@ -802,6 +802,25 @@ class OcmsRecorder:
 
     # -- the rest of the API ------------------------------------------------------------
 
+    def preview(self, keys: Iterable[str]) -> List[Tuple[str, Optional[str], Optional[str]]]:
+        """(key, chart name, y-axis name) for each key, as log() routes a key it meets for
+        the first time: chart groups, sanitizing, collisions and the chart limits applied;
+        (key, None, None) when it would not be written. Writes no file; it claims columns
+        as log() would, so use a recorder made for it (`enabled=False`)."""
+        routes = []  # type: List[Tuple[str, Optional[str], Optional[str]]]
+        for key in keys:
+            route = self._routes.get(key, _UNSEEN)
+            if route is _UNSEEN:
+                group_index = self._group_of(key)
+                route = None if group_index is None else self._route_into_group(key, group_index)
+            if route is None:
+                routes.append((key, None, None))
+            else:
+                chart, column = route  # type: ignore[misc]
+                routes.append((key, chart.name, chart.y_axis[column]))
+        return routes
+
+
     def finish(self) -> None:
         """Write a pending metrics.json and close the files. Safe to call twice; a later
         log() opens them again."""

@@ -1,0 +1,701 @@
+"""`ocms-tui init`: add the recorder to a training project, as the integration guide's
+steps 2 and 3 do by hand.
+
+It copies the packaged `ocms_recorder.py` byte for byte into
+`PROJECT_DIR/migrate_to_cloudrobo/`, with the framework's hook made standalone (the hook
+modules of `ocms_integrations`, their imports rewritten to the copied files: training
+images do not have ocms-tui installed), and edits the code `scan` found with libcst, which
+keeps every other byte of the file as it was. Without `--write` it only prints the edit as
+a unified diff. A second run changes nothing; a file libcst cannot parse is never touched.
+No Textual here.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib.util import find_spec
+from pathlib import Path
+from typing import TextIO
+
+import libcst as cst
+import ocms_recorder
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from ocms_tui.report import ExitCode, encodable, printable
+from ocms_tui.scan import (
+    ACCELERATOR,
+    HF_TRAINER,
+    LIGHTNING_TRAINER,
+    LOGGER,
+    METRICS_DICT,
+    MM_CUSTOM_HOOKS,
+    MM_DEFAULT_HOOKS,
+    PRINT,
+    TB_SCALAR,
+    TB_SCALARS,
+    WANDB,
+    ScanResult,
+    Site,
+    chart_groups_source,
+    scan_project,
+)
+
+TARGET_DIR = "migrate_to_cloudrobo"
+RECORDER_FILE = "ocms_recorder.py"
+LOOP_MODULE = "ocms_loop"  # the generated helper a plain loop calls
+HOOK_PREFIX = "ocms_"  # ocms_integrations/<name>.py is copied as ocms_<name>.py
+# The hook module (of ocms_integrations) and the class each framework's edit uses.
+FRAMEWORK_HOOKS = {"hf": ("hf", "OcmsCallback"), "lightning": ("lightning", "OcmsCallback")}
+MMENGINE_HOOK_MODULE = "mmengine"
+# In a function with several kinds of site, the first kind of this list is the one
+# recorded: it carries the most complete metrics (a wandb dict over a printed loss).
+LOOP_SITE_PRIORITY = (WANDB, ACCELERATOR, TB_SCALAR, TB_SCALARS, METRICS_DICT, LOGGER, PRINT)
+MARK = "ocms-tui init"
+
+PACKAGE_INIT = f'''"""Copied by `{MARK}`: the ocms recorder and its framework hooks, standalone.
+
+Importing this package (as MMEngine's custom_imports does) puts this directory on sys.path,
+so that its modules import each other by the names the integration guide uses.
+"""
+
+import os
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+'''
+
+LOOP_TEMPLATE = '''"""Written by `{mark}`: one OcmsRecorder for a training loop, created on first use.
+
+    from ocms_loop import ocms_log
+    ocms_log(step, metrics)                 # after the loop's own logging
+    ocms_log(step, metrics, output_dir=...)  # $METRICS, else <output_dir>/ocms_metrics
+
+Only rank 0 writes (the recorder reads the rank); nothing here raises into training.
+"""
+
+from ocms_recorder import DEFAULT_CHART_GROUPS, OcmsRecorder
+
+_ocms_default = dict(DEFAULT_CHART_GROUPS)
+{chart_groups}
+_recorder = None
+_next_step = 0
+
+
+def ocms_log(step, metrics, output_dir=None):
+    """recorder.log(step=step, metrics=metrics); a step of None means the one after the last."""
+    global _recorder, _next_step
+    if _recorder is None:
+        _recorder = OcmsRecorder.from_output_dir(output_dir, chart_groups=chart_groups)
+    if step is None:
+        step = _next_step
+    try:
+        _next_step = int(step) + 1
+    except (TypeError, ValueError):
+        pass
+    _recorder.log(step=step, metrics=metrics)
+
+
+def ocms_finish():
+    if _recorder is not None:
+        _recorder.finish()
+'''
+
+
+@dataclass
+class FileChange:
+    """One file init writes: `before` None for a new file."""
+
+    path: Path
+    before: bytes | None
+    after: bytes
+    copied_from: Path | None = None  # shown as a copy, not as a diff
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+
+@dataclass
+class InitPlan:
+    project: Path
+    scan: ScanResult
+    changes: list[FileChange] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # files left alone, and why
+
+    @property
+    def pending(self) -> list[FileChange]:
+        return [change for change in self.changes if change.changed]
+
+
+# ---------------------------------------------------------------------------------------
+# Copied files
+# ---------------------------------------------------------------------------------------
+
+
+def recorder_source() -> Path:
+    """The recorder module this ocms-tui runs: the file `init` copies."""
+    return Path(ocms_recorder.__file__)
+
+
+def integration_source(name: str) -> Path:
+    spec = find_spec("ocms_integrations")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("the ocms_integrations package is not installed")
+    return Path(next(iter(spec.submodule_search_locations)), f"{name}.py")
+
+
+class _StandaloneImports(cst.CSTTransformer):
+    """`from ocms_integrations.base import X` -> `from ocms_base import X`."""
+
+    def leave_ImportFrom(
+        self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom
+    ) -> cst.ImportFrom:
+        module = updated_node.module
+        if module is None or updated_node.relative:
+            return updated_node
+        dotted = cst.helpers.get_full_name_for_node(module) or ""
+        if dotted.startswith("ocms_integrations."):
+            name = HOOK_PREFIX + dotted.split(".", 1)[1]
+            return updated_node.with_changes(module=cst.Name(name))
+        return updated_node
+
+
+def standalone_hook(name: str) -> bytes:
+    """An `ocms_integrations` module as a file that imports only the copied files."""
+    source = integration_source(name)
+    module = cst.parse_module(source.read_bytes()).visit(_StandaloneImports())
+    header = f"# Copied by `{MARK}` from ocms_integrations/{name}.py; imports rewritten.\n"
+    return header.encode() + module.bytes
+
+
+def copied_files(framework: str | None, chart_groups: str) -> list[tuple[str, bytes, Path | None]]:
+    """(name in migrate_to_cloudrobo/, content, source it is copied from)."""
+    files: list[tuple[str, bytes, Path | None]] = [
+        ("__init__.py", PACKAGE_INIT.encode(), None),
+        (RECORDER_FILE, recorder_source().read_bytes(), recorder_source()),
+    ]
+    hook = FRAMEWORK_HOOKS.get(framework or "", (None, None))[0]
+    if framework == "mmengine":
+        hook = MMENGINE_HOOK_MODULE
+    if hook is not None:
+        for name in ("base", hook):  # shown as copies: they are the packaged hooks
+            files.append(
+                (HOOK_PREFIX + name + ".py", standalone_hook(name), integration_source(name))
+            )
+    else:
+        loop = LOOP_TEMPLATE.format(mark=MARK, chart_groups=chart_groups)
+        files.append((LOOP_MODULE + ".py", loop.encode(), None))
+    return files
+
+
+# ---------------------------------------------------------------------------------------
+# Edits (libcst)
+# ---------------------------------------------------------------------------------------
+
+
+def _statements(code: str) -> list[cst.BaseStatement]:
+    return list(cst.parse_module(code).body)
+
+
+def _with_arguments(call: cst.Call, extra: Sequence[cst.Arg]) -> cst.Call:
+    """`call` with arguments appended, laid out like the arguments it has: one per line
+    stays one per line, a trailing comma stays trailing."""
+    arguments = list(call.args)
+    if not arguments:
+        return call.with_changes(args=list(extra))
+    last = arguments[-1]
+    separator = (
+        arguments[-2].comma
+        if len(arguments) > 1
+        else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    )
+    closing = last.comma
+    arguments[-1] = last.with_changes(comma=separator)
+    new = [arg.with_changes(comma=separator) for arg in extra]
+    new[-1] = new[-1].with_changes(comma=closing)
+    return call.with_changes(args=[*arguments, *new])
+
+
+def _with_element(node: cst.List, element: cst.BaseExpression) -> cst.List:
+    elements = list(node.elements)
+    if not elements:
+        return node.with_changes(elements=[cst.Element(element)])
+    last = elements[-1]
+    separator = (
+        elements[-2].comma
+        if len(elements) > 1
+        else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    )
+    elements[-1] = last.with_changes(comma=separator)
+    elements.append(cst.Element(element, comma=last.comma))
+    return node.with_changes(elements=elements)
+
+
+class _ScriptEditor(cst.CSTTransformer):
+    """Inserts statements after the statements on given lines, adds an argument to the
+    calls on given lines, and the import block after the module's imports."""
+
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(
+        self,
+        after_lines: dict[int, list[cst.BaseStatement]],
+        call_lines: dict[tuple[int, str], Callable[[cst.Call], cst.Call]],
+        imports: list[cst.BaseStatement],
+    ) -> None:
+        super().__init__()
+        self.after_lines = after_lines
+        self.call_lines = call_lines
+        self.imports = imports
+        self.done: set[int] = set()
+
+    def _lines(self, node: cst.CSTNode) -> range:
+        position = self.get_metadata(PositionProvider, node)
+        return range(position.start.line, position.end.line + 1)
+
+    def _insert_after(
+        self, original: Sequence[cst.BaseStatement], updated: Sequence[cst.BaseStatement]
+    ) -> list[cst.BaseStatement]:
+        body: list[cst.BaseStatement] = []
+        for before, after in zip(original, updated, strict=True):
+            body.append(after)
+            if isinstance(before, cst.SimpleStatementLine):
+                for line in self._lines(before):
+                    if line in self.after_lines and line not in self.done:
+                        self.done.add(line)
+                        body.extend(self.after_lines[line])
+        return body
+
+    def leave_IndentedBlock(
+        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+    ) -> cst.IndentedBlock:
+        return updated_node.with_changes(
+            body=self._insert_after(original_node.body, updated_node.body)
+        )
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+        line = self.get_metadata(PositionProvider, original_node).start.line
+        callee = cst.helpers.get_full_name_for_node(original_node.func) or ""
+        edit = self.call_lines.pop((line, callee), None)  # once: a second visit finds none
+        return updated_node if edit is None else edit(updated_node)
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        body = self._insert_after(original_node.body, updated_node.body)
+        if self.imports:
+            position = _import_position(body)
+            body[position:position] = self.imports
+        return updated_node.with_changes(body=body)
+
+
+def _is_import_line(statement: cst.BaseStatement) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and all(
+        isinstance(part, (cst.Import, cst.ImportFrom)) for part in statement.body
+    )
+
+
+def _import_position(body: Sequence[cst.BaseStatement]) -> int:
+    """Just after the module's last top-level import; after its docstring if it has none."""
+    imports = [index for index, statement in enumerate(body) if _is_import_line(statement)]
+    if imports:
+        return imports[-1] + 1
+    first = body[0] if body else None
+    if (
+        isinstance(first, cst.SimpleStatementLine)
+        and isinstance(first.body[0], cst.Expr)
+        and isinstance(first.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    ):
+        return 1
+    return 0
+
+
+def _imports_module(module: cst.Module, names: Sequence[str]) -> bool:
+    """True when the module imports one of `names` at its top level (already set up)."""
+    return any(
+        isinstance(part, cst.ImportFrom)
+        and part.module is not None
+        and cst.helpers.get_full_name_for_node(part.module) in names
+        for statement in module.body
+        if isinstance(statement, cst.SimpleStatementLine)
+        for part in statement.body
+    )
+
+
+def _top_level_imports(module: cst.Module) -> set[str]:
+    names = set()
+    for statement in module.body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for part in statement.body:
+                if isinstance(part, cst.Import):
+                    for alias in part.names:
+                        if alias.asname is None:
+                            names.add(cst.helpers.get_full_name_for_node(alias.name) or "")
+    return names
+
+
+def _path_setup(
+    module: cst.Module, script: Path, project: Path, import_line: str
+) -> list[cst.BaseStatement]:
+    """The lines that make the copied files importable from `script`, wherever it is."""
+    relative = os.path.relpath(project / TARGET_DIR, script.parent).split(os.sep)
+    parts = ", ".join(repr(part) for part in relative)
+    have = _top_level_imports(module)
+    code = "".join(f"import {name}\n" for name in ("os", "sys") if name not in have)
+    code += (
+        f"# {MARK}: the recorder and hooks copied into {TARGET_DIR}/\n"
+        f"sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), {parts}))\n"
+        f"{import_line}  # noqa: E402\n"
+    )
+    return _statements(code)
+
+
+def _keyword(name: str, value: str) -> cst.Arg:
+    return cst.Arg(
+        keyword=cst.Name(name),
+        value=cst.parse_expression(value),
+        equal=cst.AssignEqual(
+            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+        ),
+    )
+
+
+def _add_callback(hook: str) -> Callable[[cst.Call], cst.Call]:
+    def edit(call: cst.Call) -> cst.Call:
+        for index, argument in enumerate(call.args):
+            if argument.keyword is not None and argument.keyword.value == "callbacks":
+                value = argument.value
+                if isinstance(value, cst.List):
+                    new_value: cst.BaseExpression = _with_element(value, cst.parse_expression(hook))
+                else:
+                    code = cst.Module([]).code_for_node(value)
+                    new_value = cst.parse_expression(f"[*({code} or []), {hook}]")
+                arguments = list(call.args)
+                arguments[index] = argument.with_changes(value=new_value)
+                return call.with_changes(args=arguments)
+        return _with_arguments(call, [_keyword("callbacks", f"[{hook}]")])
+
+    return edit
+
+
+def _loop_call(site: Site, output_dir_expr: str | None) -> str | None:
+    """The `ocms_log(step, metrics)` line recorded after a loop's own logging call."""
+    metrics = _metrics_expression(site)
+    if metrics is None:
+        return None
+    extra = f", output_dir={output_dir_expr}" if output_dir_expr else ""
+    return f"ocms_log({site.step or 'None'}, {metrics}{extra})"
+
+
+def _metrics_expression(site: Site) -> str | None:
+    if site.kind in (WANDB, ACCELERATOR, METRICS_DICT) and site.metrics_expression:
+        return site.metrics_expression
+    if site.kind == TB_SCALARS and site.metrics_expression and site.tag_expression:
+        return (
+            f"{{{site.tag_expression} + '/' + key: value "
+            f"for key, value in ({site.metrics_expression}).items()}}"
+        )
+    if site.values:
+        return "{" + ", ".join(f"{key!r}: {value}" for key, value in site.values) + "}"
+    if site.kind == TB_SCALAR and site.tag_expression and site.value_expression:
+        return f"{{{site.tag_expression}: {site.value_expression}}}"
+    return None
+
+
+def loop_sites(sites: Sequence[Site]) -> list[Site]:
+    """Per function, the sites of the kind that carries the most metrics."""
+    by_function: dict[tuple[str, str], list[Site]] = {}
+    for site in sites:
+        if site.kind in LOOP_SITE_PRIORITY:
+            by_function.setdefault((site.file, site.function), []).append(site)
+    chosen = []
+    for group in by_function.values():
+        best = min(LOOP_SITE_PRIORITY.index(site.kind) for site in group)
+        chosen += [site for site in group if LOOP_SITE_PRIORITY.index(site.kind) == best]
+    return sorted(chosen, key=lambda site: (site.file, site.line))
+
+
+def edit_script(
+    project: Path, file: str, sites: Sequence[Site], framework: str, output_dir_expr: str | None
+) -> tuple[bytes, bytes] | str:
+    """(before, after) of one script, or why it is left alone."""
+    path = project / file
+    before = path.read_bytes()
+    try:
+        module = cst.parse_module(before)
+    except cst.ParserSyntaxError as error:
+        return f"not edited: libcst cannot parse it ({error.message})"
+    hook = FRAMEWORK_HOOKS.get(framework)
+    import_names = [HOOK_PREFIX + hook[0]] if hook else [LOOP_MODULE]
+    if _imports_module(module, [*import_names, "ocms_recorder"]):
+        return "already set up"
+    after_lines: dict[int, list[cst.BaseStatement]] = {}
+    call_lines: dict[tuple[int, str], Callable[[cst.Call], cst.Call]] = {}
+    if hook is not None:
+        module_name, class_name = HOOK_PREFIX + hook[0], hook[1]
+        argument = f"output_dir={output_dir_expr}" if output_dir_expr else ""
+        for site in sites:
+            if site.kind in (HF_TRAINER, LIGHTNING_TRAINER):
+                call_lines[site.line, site.call] = _add_callback(f"{class_name}({argument})")
+        import_line = f"from {module_name} import {class_name}"
+    else:
+        for site in loop_sites(sites):
+            line = _loop_call(site, output_dir_expr)
+            if line is not None:
+                after_lines.setdefault(site.line, []).extend(_statements(line + "\n"))
+        import_line = f"from {LOOP_MODULE} import ocms_log"
+    if not after_lines and not call_lines:
+        return "nothing to record here"
+    editor = _ScriptEditor(after_lines, call_lines, _path_setup(module, path, project, import_line))
+    edited = MetadataWrapper(module).visit(editor)
+    return before, edited.bytes
+
+
+def _mmengine_config_edit(module: cst.Module, output_dir_expr: str | None) -> cst.Module | str:
+    """`custom_hooks` gains `dict(type="OcmsHook")` (created after `default_hooks` when the
+    config has none) and `custom_imports` imports the copied hook."""
+    hook_argument = f", output_dir={output_dir_expr}" if output_dir_expr else ""
+    hook = cst.parse_expression(f'dict(type="OcmsHook"{hook_argument})')
+    import_name = cst.SimpleString(f'"{TARGET_DIR}.{HOOK_PREFIX}{MMENGINE_HOOK_MODULE}"')
+    found: dict[str, int] = {}
+    body = list(module.body)
+    for index, statement in enumerate(body):
+        if isinstance(statement, cst.SimpleStatementLine) and isinstance(
+            statement.body[0], cst.Assign
+        ):
+            assign = statement.body[0]
+            target = assign.targets[0].target
+            if isinstance(target, cst.Name):
+                found.setdefault(target.value, index)
+    edits: dict[int, cst.BaseStatement] = {}
+    if MM_CUSTOM_HOOKS in found:
+        index = found[MM_CUSTOM_HOOKS]
+        assign = body[index].body[0]  # type: ignore[attr-defined]
+        if not isinstance(assign.value, cst.List):
+            return "custom_hooks is not a list literal; add dict(type='OcmsHook') to it by hand"
+        edits[index] = body[index].with_changes(  # type: ignore[attr-defined]
+            body=[assign.with_changes(value=_with_element(assign.value, hook))]
+        )
+    if "custom_imports" in found:
+        index = found["custom_imports"]
+        assign = body[index].body[0]  # type: ignore[attr-defined]
+        call = assign.value
+        imports = next(
+            (
+                arg
+                for arg in getattr(call, "args", [])
+                if arg.keyword and arg.keyword.value == "imports"
+            ),
+            None,
+        )
+        if imports is None or not isinstance(imports.value, cst.List):
+            return "custom_imports has no list of imports; add the hook to it by hand"
+        arguments = [
+            arg.with_changes(value=_with_element(arg.value, import_name)) if arg is imports else arg
+            for arg in call.args
+        ]
+        edits[index] = body[index].with_changes(  # type: ignore[attr-defined]
+            body=[assign.with_changes(value=call.with_changes(args=arguments))]
+        )
+    for index, statement in edits.items():
+        body[index] = statement
+    added = []
+    if MM_CUSTOM_HOOKS not in found:
+        added.append(f"custom_hooks = [{cst.Module([]).code_for_node(hook)}]\n")
+    if "custom_imports" not in found:
+        added.append(
+            f"custom_imports = dict(imports=[{import_name.value}], allow_failed_imports=False)\n"
+        )
+    if added:
+        anchor = max(found.get(MM_DEFAULT_HOOKS, -1), found.get(MM_CUSTOM_HOOKS, -1)) + 1
+        statements = _statements(
+            f"# {MARK}: record training metrics for Octopus\n" + "".join(added)
+        )
+        body[anchor:anchor] = statements
+    return module.with_changes(body=body)
+
+
+def edit_config(project: Path, file: str, output_dir_expr: str | None) -> tuple[bytes, bytes] | str:
+    path = project / file
+    before = path.read_bytes()
+    try:
+        module = cst.parse_module(before)
+    except cst.ParserSyntaxError as error:
+        return f"not edited: libcst cannot parse it ({error.message})"
+    if b"OcmsHook" in before:
+        return "already set up"
+    edited = _mmengine_config_edit(module, output_dir_expr)
+    if isinstance(edited, str):
+        return edited
+    return before, edited.bytes
+
+
+# ---------------------------------------------------------------------------------------
+# The command
+# ---------------------------------------------------------------------------------------
+
+
+def plan_init(project: Path, output_dir_expr: str | None = None) -> InitPlan:
+    """Everything `init` would write, computed without writing anything."""
+    result = scan_project(project)
+    plan = InitPlan(project, result)
+    framework = result.framework
+    if framework is None:
+        return plan
+    groups = (
+        "chart_groups = None  # the default groups keep every metric the scan found"
+        if result.suggested_chart_groups is None
+        else "# Suggested by ocms-tui scan: the default groups would drop some metrics.\n"
+        + chart_groups_source(result.suggested_chart_groups)
+    )
+    target = project / TARGET_DIR
+    for name, content, source in copied_files(framework, groups):
+        path = target / name
+        before = path.read_bytes() if path.is_file() else None
+        if before is not None and before != content:
+            plan.notes.append(f"{TARGET_DIR}/{name}: differs from what init writes; left as is")
+            continue
+        plan.changes.append(FileChange(path, before, content, source))
+    sites_by_file: dict[str, list[Site]] = {}
+    for site in result.sites:
+        sites_by_file.setdefault(site.file, []).append(site)
+    for file, sites in sites_by_file.items():
+        if framework == "mmengine":
+            if not any(site.kind in (MM_CUSTOM_HOOKS, MM_DEFAULT_HOOKS) for site in sites):
+                continue
+            outcome = edit_config(project, file, output_dir_expr)
+        else:
+            outcome = edit_script(project, file, sites, framework, output_dir_expr)
+        if isinstance(outcome, str):
+            plan.notes.append(f"{file}: {outcome}")
+        else:
+            plan.changes.append(FileChange(project / file, *outcome))
+    return plan
+
+
+def render_diff(plan: InitPlan) -> str:
+    """The unified diff of every pending change; copies are named, not shown."""
+    out: list[str] = []
+    for change in plan.pending:
+        name = change.path.relative_to(plan.project).as_posix()
+        if change.copied_from is not None:
+            how = (
+                "byte for byte"
+                if change.after == change.copied_from.read_bytes()
+                else "imports rewritten"
+            )
+            out.append(printable(f"copy {change.copied_from} -> {name} ({how})") + "\n")
+            continue
+        before = [] if change.before is None else _text(change.before).splitlines(keepends=True)
+        after = _text(change.after).splitlines(keepends=True)
+        source = "/dev/null" if change.before is None else f"a/{name}"
+        for line in difflib.unified_diff(before, after, source, f"b/{name}"):
+            out.append(printable(line.rstrip("\n")) + "\n")
+    return "".join(out)
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "backslashreplace")
+
+
+def uncommitted_changes(project: Path) -> list[str] | None:
+    """The `git status` lines of tracked files changed in the project's work tree; None
+    when it is not in one (or git is not installed)."""
+    git = shutil.which("git")
+    if git is None:
+        return None
+    try:
+        completed = subprocess.run(
+            [git, "-C", str(project), "status", "--porcelain", "--untracked-files=no", "."],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if completed.returncode != 0:
+        return None
+    return completed.stdout.splitlines()
+
+
+def apply(plan: InitPlan) -> None:
+    """Write every pending change: each file replaced atomically, keeping its mode."""
+    for change in plan.pending:
+        change.path.parent.mkdir(parents=True, exist_ok=True)
+        mode = change.path.stat().st_mode & 0o7777 if change.before is not None else 0o644
+        temp = change.path.with_name(f".{change.path.name}.ocms-init.tmp")
+        try:
+            temp.write_bytes(change.after)
+            os.chmod(temp, mode)
+            os.replace(temp, change.path)
+        finally:
+            temp.unlink(missing_ok=True)
+
+
+def run_init(
+    project: Path, write: bool = False, output_dir_expr: str | None = None, force: bool = False
+) -> int:
+    def say(text: str, stream: TextIO = sys.stdout) -> None:
+        stream.write(encodable(text, stream))
+
+    try:
+        is_directory = project.is_dir()
+    except OSError:
+        is_directory = False
+    if not is_directory:
+        say(printable(f"ocms-tui init: {project} is not a directory") + "\n", sys.stderr)
+        return ExitCode.USAGE
+    if output_dir_expr is not None:
+        try:
+            cst.parse_expression(output_dir_expr)
+        except cst.ParserSyntaxError:
+            say(
+                printable(
+                    f"ocms-tui init: --output-dir-expr {output_dir_expr!r} is not a Python expression"
+                )
+                + "\n",
+                sys.stderr,
+            )
+            return ExitCode.USAGE
+    plan = plan_init(project, output_dir_expr)
+    if plan.scan.framework is None:
+        say(
+            "ocms-tui init: no metric-logging site found; nothing to integrate (see ocms-tui scan)\n"
+        )
+        return ExitCode.PROBLEMS
+    say(f"framework: {plan.scan.framework}\n")
+    for note in plan.notes:
+        say(printable(note) + "\n")
+    if not plan.pending:
+        say("nothing to change: the project is already set up\n")
+        return ExitCode.OK
+    say(render_diff(plan))
+    if not write:
+        say("(dry run: apply with --write)\n")
+        return ExitCode.OK
+    if not force:
+        dirty = uncommitted_changes(project)
+        if dirty:
+            say(
+                "ocms-tui init: refusing to --write: uncommitted changes in git "
+                "(commit or stash them, or pass --force):\n"
+                + "".join(printable(line) + "\n" for line in dirty[:10]),
+                sys.stderr,
+            )
+            return ExitCode.PROBLEMS
+    try:
+        apply(plan)
+    except OSError as error:
+        say(
+            printable(f"ocms-tui init: cannot write {error.filename}: {error.strerror}") + "\n",
+            sys.stderr,
+        )
+        return ExitCode.PROBLEMS
+    say(f"wrote {len(plan.pending)} files\n")
+    return ExitCode.OK
