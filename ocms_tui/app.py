@@ -18,11 +18,12 @@ from typing import ClassVar
 from rich.text import Text
 from textual import events
 from textual.app import App, ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Footer
 
+from ocms_tui.keys import Scope
 from ocms_tui.model import RunModel
 from ocms_tui.plotting import series_color
 from ocms_tui.runs import run_status
@@ -35,10 +36,10 @@ from ocms_tui.session import (
     run_key,
 )
 from ocms_tui.watch import Watcher
+from ocms_tui.widgets.bindings import bindings
 from ocms_tui.widgets.chart_grid import ChartGrid
 from ocms_tui.widgets.chart_panel import (
     MAX_ZOOM,
-    SMOOTHING_WEIGHTS,
     ChartPanel,
     PanelView,
     SharedView,
@@ -86,24 +87,7 @@ class OcmsApp(App[int]):
         scrollbar-size-vertical: 1;
     }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q", "quit", "Quit"),
-        Binding("question_mark", "help", "Help", key_display="?"),
-        Binding("b", "runs", "Runs"),
-        Binding("slash", "filter_runs", show=False),
-        Binding("enter", "maximise", "Max"),
-        Binding("escape", "restore", show=False),
-        Binding("s", "smoothing", "EMA"),
-        Binding("l", "log_scale", "Log"),
-        Binding("right_square_bracket", "zoom(1)", "Zoom", key_display="[]0"),
-        Binding("left_square_bracket", "zoom(-1)", show=False),
-        Binding("0", "zoom(0)", show=False),
-        Binding("1", "toggle_series(1)", "Lines", key_display="1-9"),
-        *(Binding(str(n), f"toggle_series({n})", show=False) for n in range(2, 10)),
-        Binding("space", "pause", "Pause", key_display="␣"),
-        Binding("r", "reload", "Reload"),
-        Binding("p", "problems", "Problems"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = bindings(Scope.APP)
 
     def __init__(
         self,
@@ -255,6 +239,7 @@ class OcmsApp(App[int]):
                 name=run.name,
                 color=series_color(run.color),
                 status=run_status(run.model, now, live_seconds=self.stale_after),
+                quiet_seconds=None if run.model.last_write is None else now - run.model.last_write,
                 last_step=max(
                     (c.last_step for c in run.model.charts if c.last_step is not None),
                     default=None,
@@ -387,10 +372,9 @@ class OcmsApp(App[int]):
         target.focus()
 
     def action_smoothing(self) -> None:
-        weights = SMOOTHING_WEIGHTS
-        current = weights.index(self.shared.smoothing) if self.shared.smoothing in weights else 0
-        self.shared.smoothing = weights[(current + 1) % len(weights)]
-        self._redraw_all()
+        panel = self._focused_panel()
+        if panel is not None:
+            panel.next_smoothing()
 
     def action_log_scale(self) -> None:
         panel = self._focused_panel()
