@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -98,8 +99,10 @@ class OcmsApp(App[int]):
         directory_label: str | None = None,
         clock: Callable[[], float] = time.time,
         stale_after: float = STALE_AFTER_SECONDS,
+        handle_signals: bool = False,
     ) -> None:
         super().__init__()
+        self.handle_signals = handle_signals
         path_list = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
         if not path_list:
             raise ValueError("no directory to follow")
@@ -167,6 +170,23 @@ class OcmsApp(App[int]):
 
     def on_mount(self) -> None:
         self.session.start()
+        if self.handle_signals:
+            self._exit_on_signals()
+
+    def _exit_on_signals(self) -> None:
+        """SIGTERM, SIGHUP (the terminal closed, the tmux pane killed) and SIGINT end the app
+        the way `q` does: Textual's driver then leaves the alternate screen and turns mouse
+        reporting off, and the callers' `with` blocks (the demo's temporary directory) clean
+        up. A second signal while exiting takes the default way out."""
+        loop = asyncio.get_running_loop()
+
+        def exit_on(signal_number: int) -> None:
+            for number in EXIT_SIGNALS:
+                loop.remove_signal_handler(number)
+            self.exit(return_code=128 + signal_number)  # the shell's convention for "killed by"
+
+        for number in EXIT_SIGNALS:
+            loop.add_signal_handler(number, exit_on, number)
 
     def on_unmount(self) -> None:
         self.session.stop()
@@ -402,6 +422,9 @@ class OcmsApp(App[int]):
         pane.display = not pane.display
 
 
+EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+
+
 def _lines(*lines: str) -> Text:
     """Lines of text with paths in them: each line safe, the line breaks kept."""
     return Text("\n").join(safe_text(line) for line in lines)
@@ -410,7 +433,7 @@ def _lines(*lines: str) -> Text:
 def run_dashboard(paths: PathArgument | Sequence[PathArgument], poll: float | None = None) -> int:
     """Open the dashboard on `paths` (runs or parents of runs) until the user quits; returns
     the exit code."""
-    app = OcmsApp(paths, poll=poll)
+    app = OcmsApp(paths, poll=poll, handle_signals=True)
     app.run()
     return app.return_code or 0
 
