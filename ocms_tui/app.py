@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -18,11 +19,12 @@ from typing import ClassVar
 from rich.text import Text
 from textual import events
 from textual.app import App, ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Footer
 
+from ocms_tui.keys import Scope
 from ocms_tui.model import RunModel
 from ocms_tui.plotting import series_color
 from ocms_tui.runs import run_status
@@ -35,10 +37,10 @@ from ocms_tui.session import (
     run_key,
 )
 from ocms_tui.watch import Watcher
+from ocms_tui.widgets.bindings import bindings
 from ocms_tui.widgets.chart_grid import ChartGrid
 from ocms_tui.widgets.chart_panel import (
     MAX_ZOOM,
-    SMOOTHING_WEIGHTS,
     ChartPanel,
     PanelView,
     SharedView,
@@ -86,24 +88,7 @@ class OcmsApp(App[int]):
         scrollbar-size-vertical: 1;
     }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q", "quit", "Quit"),
-        Binding("question_mark", "help", "Help", key_display="?"),
-        Binding("b", "runs", "Runs"),
-        Binding("slash", "filter_runs", show=False),
-        Binding("enter", "maximise", "Max"),
-        Binding("escape", "restore", show=False),
-        Binding("s", "smoothing", "EMA"),
-        Binding("l", "log_scale", "Log"),
-        Binding("right_square_bracket", "zoom(1)", "Zoom", key_display="[]0"),
-        Binding("left_square_bracket", "zoom(-1)", show=False),
-        Binding("0", "zoom(0)", show=False),
-        Binding("1", "toggle_series(1)", "Lines", key_display="1-9"),
-        *(Binding(str(n), f"toggle_series({n})", show=False) for n in range(2, 10)),
-        Binding("space", "pause", "Pause", key_display="␣"),
-        Binding("r", "reload", "Reload"),
-        Binding("p", "problems", "Problems"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = bindings(Scope.APP)
 
     def __init__(
         self,
@@ -114,8 +99,10 @@ class OcmsApp(App[int]):
         directory_label: str | None = None,
         clock: Callable[[], float] = time.time,
         stale_after: float = STALE_AFTER_SECONDS,
+        handle_signals: bool = False,
     ) -> None:
         super().__init__()
+        self.handle_signals = handle_signals
         path_list = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
         if not path_list:
             raise ValueError("no directory to follow")
@@ -183,6 +170,23 @@ class OcmsApp(App[int]):
 
     def on_mount(self) -> None:
         self.session.start()
+        if self.handle_signals:
+            self._exit_on_signals()
+
+    def _exit_on_signals(self) -> None:
+        """SIGTERM, SIGHUP (the terminal closed, the tmux pane killed) and SIGINT end the app
+        the way `q` does: Textual's driver then leaves the alternate screen and turns mouse
+        reporting off, and the callers' `with` blocks (the demo's temporary directory) clean
+        up. A second signal while exiting takes the default way out."""
+        loop = asyncio.get_running_loop()
+
+        def exit_on(signal_number: int) -> None:
+            for number in EXIT_SIGNALS:
+                loop.remove_signal_handler(number)
+            self.exit(return_code=128 + signal_number)  # the shell's convention for "killed by"
+
+        for number in EXIT_SIGNALS:
+            loop.add_signal_handler(number, exit_on, number)
 
     def on_unmount(self) -> None:
         self.session.stop()
@@ -255,6 +259,7 @@ class OcmsApp(App[int]):
                 name=run.name,
                 color=series_color(run.color),
                 status=run_status(run.model, now, live_seconds=self.stale_after),
+                quiet_seconds=None if run.model.last_write is None else now - run.model.last_write,
                 last_step=max(
                     (c.last_step for c in run.model.charts if c.last_step is not None),
                     default=None,
@@ -387,10 +392,9 @@ class OcmsApp(App[int]):
         target.focus()
 
     def action_smoothing(self) -> None:
-        weights = SMOOTHING_WEIGHTS
-        current = weights.index(self.shared.smoothing) if self.shared.smoothing in weights else 0
-        self.shared.smoothing = weights[(current + 1) % len(weights)]
-        self._redraw_all()
+        panel = self._focused_panel()
+        if panel is not None:
+            panel.next_smoothing()
 
     def action_log_scale(self) -> None:
         panel = self._focused_panel()
@@ -418,6 +422,9 @@ class OcmsApp(App[int]):
         pane.display = not pane.display
 
 
+EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+
+
 def _lines(*lines: str) -> Text:
     """Lines of text with paths in them: each line safe, the line breaks kept."""
     return Text("\n").join(safe_text(line) for line in lines)
@@ -426,7 +433,7 @@ def _lines(*lines: str) -> Text:
 def run_dashboard(paths: PathArgument | Sequence[PathArgument], poll: float | None = None) -> int:
     """Open the dashboard on `paths` (runs or parents of runs) until the user quits; returns
     the exit code."""
-    app = OcmsApp(paths, poll=poll)
+    app = OcmsApp(paths, poll=poll, handle_signals=True)
     app.run()
     return app.return_code or 0
 

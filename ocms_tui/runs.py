@@ -35,10 +35,29 @@ class RunRef:
 
 
 class RunStatus(str, Enum):
+    """The one status of a run (or of the runs a dashboard follows): the run list, the status
+    bar and the help all use it. Quiet runs are described, not judged: the format has no
+    end-of-run marker, so a long quiet run is only presumed finished."""
+
     WAITING = "waiting"  # no metrics.json (or no directory) yet
-    LIVE = "live"
-    STALE = "stale"
-    FINISHED = "finished"
+    LOADING = "loading"  # being read for the first time
+    LIVE = "live"  # written in the last LIVE_SECONDS
+    IDLE = "idle"  # quiet for a while (the badge says how long)
+    FINISHED = "finished"  # quiet for FINISHED_SECONDS or more
+    PAUSED = "paused"  # the dashboard stopped following
+
+
+def quiet_status(
+    quiet_seconds: float | None,
+    live_seconds: float = LIVE_SECONDS,
+    finished_seconds: float = FINISHED_SECONDS,
+) -> RunStatus:
+    """LIVE, IDLE or FINISHED for a run last written `quiet_seconds` ago (None: never)."""
+    if quiet_seconds is None:
+        return RunStatus.WAITING
+    if quiet_seconds < live_seconds:
+        return RunStatus.LIVE
+    return RunStatus.IDLE if quiet_seconds < finished_seconds else RunStatus.FINISHED
 
 
 def run_status(
@@ -47,13 +66,11 @@ def run_status(
     live_seconds: float = LIVE_SECONDS,
     finished_seconds: float = FINISHED_SECONDS,
 ) -> RunStatus:
-    """Live while it writes; stale after `live_seconds` of quiet; finished after more."""
+    """Live while it writes; idle after `live_seconds` of quiet; finished after more."""
     if not model.has_metrics_json or model.last_write is None:
         return RunStatus.WAITING
     quiet = (time.time() if now is None else now) - model.last_write
-    if quiet < live_seconds:
-        return RunStatus.LIVE
-    return RunStatus.STALE if quiet < finished_seconds else RunStatus.FINISHED
+    return quiet_status(quiet, live_seconds, finished_seconds)
 
 
 def find_metric_directories(

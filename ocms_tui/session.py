@@ -17,9 +17,9 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from enum import Enum
 
 from ocms_tui.problems import Problem
+from ocms_tui.runs import LIVE_SECONDS, RunStatus, quiet_status
 from ocms_tui.runset import RESCAN_SECONDS, OverlayChart, RunSet, TrackedRun, overlay
 from ocms_tui.runset import combined_problems as all_problems
 from ocms_tui.watch import DIRECTORY, Watcher, open_watcher
@@ -32,22 +32,14 @@ SAFETY_REFRESH_SECONDS = 5.0  # read everything even without events (missed even
 SETTLE_RETRY_SECONDS = 0.1  # rows wait for metrics.json to catch up: look again soon
 FIRST_LOAD_BUDGET = 1 << 20  # bytes per chart in the first read: charts appear at once
 LOAD_BUDGET = 16 << 20  # bytes per chart per later read while a large run loads
-STALE_AFTER_SECONDS = 30.0
+STALE_AFTER_SECONDS = LIVE_SECONDS  # the live window: one constant, in runs.py
 
 PathArgument = str | os.PathLike[str]
 
 
-class RunState(Enum):
-    WAITING = "waiting"  # the directory does not exist (yet)
-    LOADING = "loading"
-    LIVE = "live"
-    STALE = "stale"
-    PAUSED = "paused"
-
-
 @dataclass(frozen=True)
 class Status:
-    state: RunState
+    state: RunStatus
     directory: str  # untrusted (a path): plain text only
     charts: int
     rows: int
@@ -251,9 +243,7 @@ class FollowSession:
 
     def show_run(self, key: str, shown: bool) -> None:
         with self._lock:
-            self.hidden_runs = (
-                self.hidden_runs - {key} if shown else self.hidden_runs | {key}
-            )
+            self.hidden_runs = self.hidden_runs - {key} if shown else self.hidden_runs | {key}
             self._publish()
 
     def reload(self) -> None:
@@ -275,8 +265,7 @@ class FollowSession:
     def _publish(self, everything_changed: bool = False) -> None:
         charts = overlay(self.selected_runs())
         versions = {
-            chart.name: tuple(source.chart.version for source in chart.sources)
-            for chart in charts
+            chart.name: tuple(source.chart.version for source in chart.sources) for chart in charts
         }
         if self.paused:
             changed: frozenset[str] = frozenset()  # paused: the screen keeps its picture
@@ -317,15 +306,13 @@ class FollowSession:
         writes = [model.last_write for model in models if model.last_write is not None]
         age = None if not writes else self.clock() - max(writes)
         if not any(model.exists for model in models) and self._reads > 0:
-            state = RunState.WAITING
+            state = RunStatus.WAITING
         elif self.paused:
-            state = RunState.PAUSED
+            state = RunStatus.PAUSED
         elif self._reads == 0 or any(model.loading for model in models) or self._more:
-            state = RunState.LOADING
-        elif age is not None and age < self.stale_after:
-            state = RunState.LIVE
+            state = RunStatus.LOADING
         else:
-            state = RunState.STALE
+            state = quiet_status(age, live_seconds=self.stale_after)
         watchers = list(self.watchers.values())
         watching = watchers[0].description if watchers else "not watching"
         directory = self.directory_label

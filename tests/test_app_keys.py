@@ -32,16 +32,18 @@ async def test_view_keys_change_every_chart_or_the_focused_one(tmp_path: Path) -
         loss = panels(app)[0]
         builds = loss.plot.builds
 
+        # s and l follow one rule: both change the focused chart only, and its title
+        # always says the state of both.
+        await wait_for_text(pilot, "loss · ema off · linear")
         await pilot.press("s")
-        assert app.shared.smoothing == 0.6
-        await wait_for_text(pilot, "ema 0.6")
+        assert loss.view.smoothing == 0.6 and panels(app)[1].view.smoothing == 0.0
+        await wait_for_text(pilot, "loss · ema 0.6 · linear", "learning_rate · ema off")
         await pilot.press("s", "s", "s")
-        assert app.shared.smoothing == 0.0
+        assert loss.view.smoothing == 0.0
 
         await pilot.press("l")
         assert loss.view.log_y and not panels(app)[1].view.log_y
-        assert loss.border_subtitle == "log"
-        await wait_for_text(pilot, "─ log ─")
+        await wait_for_text(pilot, "loss · ema off · log", "learning_rate · ema off · linear")
 
         await pilot.press("right_square_bracket", "right_square_bracket")
         assert app.shared.zoom == 2

@@ -86,7 +86,7 @@ async def test_typing_filters_the_run_list(tmp_path: Path) -> None:
         await pilot.press("escape")  # back to the charts: keys act on them again
         assert isinstance(app.focused, ChartPanel)
         await pilot.press("s")
-        assert app.shared.smoothing == 0.6
+        assert app.focused.view.smoothing == 0.6
 
 
 async def test_a_tick_after_the_app_closed_does_nothing(tmp_path: Path) -> None:

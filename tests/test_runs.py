@@ -84,7 +84,7 @@ def test_status_follows_the_last_write(tmp_path: Path) -> None:
     model.refresh()
     assert model.last_write is not None
     assert run_status(model, now=model.last_write + 1) is RunStatus.LIVE
-    assert run_status(model, now=model.last_write + 60) is RunStatus.STALE
+    assert run_status(model, now=model.last_write + 60) is RunStatus.IDLE
     assert run_status(model, now=model.last_write + 3600) is RunStatus.FINISHED
 
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from app_support import append_rows, write_layout
 
+from ocms_tui.runs import RunStatus
 from ocms_tui.runset import RESCAN_SECONDS
 from ocms_tui.session import (
     FIRST_LOAD_BUDGET,
     FOLLOW_SECONDS,
     FollowSession,
-    RunState,
     SessionState,
 )
 
@@ -60,7 +60,7 @@ def test_each_step_publishes_one_state_with_what_changed(tmp_path: Path) -> None
     (first,) = states
     assert rows_of(first) == {"loss": 5, "lr": 5}
     assert first.changed == {"loss", "lr"} and first.idle and first.reads == 1
-    assert first.status.state is RunState.LIVE and first.status.rows == 10
+    assert first.status.state is RunStatus.LIVE and first.status.rows == 10
     append_rows(tmp_path / "loss.csv", ["5,0.1"])
     session.step()
     assert rows_of(states[-1]) == {"loss": 6, "lr": 5}
@@ -89,12 +89,12 @@ def test_a_large_run_loads_in_slices_without_waiting(tmp_path: Path) -> None:
     clock = HandClock()
     session, states = open_session([tmp_path], clock)
     assert session.step() == 0.0  # more to read: at once
-    assert states[-1].status.state is RunState.LOADING and not states[-1].idle
+    assert states[-1].status.state is RunStatus.LOADING and not states[-1].idle
     assert 0 < rows_of(states[-1])["loss"] < rows
     while session.step() == 0.0:
         pass
     assert rows_of(states[-1]) == {"loss": rows, "lr": rows}
-    assert states[-1].status.state is RunState.LIVE and states[-1].idle
+    assert states[-1].status.state is RunStatus.LIVE and states[-1].idle
 
 
 def test_pause_reads_nothing_and_resuming_redraws_everything(tmp_path: Path) -> None:
@@ -103,14 +103,14 @@ def test_pause_reads_nothing_and_resuming_redraws_everything(tmp_path: Path) -> 
     session, states = open_session([tmp_path], clock)
     session.step()
     session.set_paused(True)
-    assert states[-1].status.state is RunState.PAUSED and states[-1].changed == frozenset()
+    assert states[-1].status.state is RunStatus.PAUSED and states[-1].changed == frozenset()
     append_rows(tmp_path / "loss.csv", ["5,0.1", "6,0.2"])
     published = len(states)
     assert session.step() == 0.0
     assert len(states) == published  # paused: no read, no state
     assert session.runs[0].model.total_rows == 10
     session.set_paused(False)
-    assert states[-1].status.state is RunState.LIVE
+    assert states[-1].status.state is RunStatus.LIVE
     assert states[-1].changed == {"loss", "lr"}  # the screen catches up on every chart
     session.step()
     assert rows_of(states[-1])["loss"] == 7 and states[-1].changed == {"loss"}

@@ -8,9 +8,10 @@ from typing import ClassVar
 import numpy as np
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Vertical
 
+from ocms_tui.keys import Scope
 from ocms_tui.model import ChartData
 from ocms_tui.plotting import (
     MARKER,
@@ -21,6 +22,7 @@ from ocms_tui.plotting import (
     view_values,
 )
 from ocms_tui.runset import OverlayChart, RunChart
+from ocms_tui.widgets.bindings import bindings
 from ocms_tui.widgets.chart_plot import ChartPlot
 from ocms_tui.widgets.safe_text import safe_text
 from ocms_tui.widgets.series_table import SeriesRow, SeriesTable
@@ -32,9 +34,9 @@ MAX_ZOOM = 12
 
 @dataclass
 class SharedView:
-    """View settings every chart shares (the app owns it, panels read it)."""
+    """View settings every chart shares (the app owns it, panels read it): the x range,
+    so that charts stay aligned on the step."""
 
-    smoothing: float = 0.0
     zoom: int = 0  # show the latest 1/2**zoom of the steps
 
 
@@ -78,8 +80,10 @@ def panel_lines(overlay: OverlayChart, overlaid: bool) -> tuple[Line, ...]:
 
 @dataclass
 class PanelView:
-    """View settings of one chart, kept across reloads by chart name."""
+    """View settings of one chart, kept across reloads by chart name. Smoothing and the log
+    scale are both per chart (a loss wants them, a learning rate or an epoch counter not)."""
 
+    smoothing: float = 0.0
     log_y: bool = False
     hidden: set[int] = field(default_factory=set)
 
@@ -99,14 +103,9 @@ class ChartPanel(Vertical, can_focus=True):
     }
     """
 
-    # Here, not on the app: the grid around the panels scrolls on arrows and would take them.
-    # Not in the footer (80 columns hold the app's keys only); the help screen lists them.
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("left", "app.focus_chart(-1, 0)", show=False),
-        Binding("right", "app.focus_chart(1, 0)", show=False),
-        Binding("up", "app.focus_chart(0, -1)", show=False),
-        Binding("down", "app.focus_chart(0, 1)", show=False),
-    ]
+    # Arrows are bound here, not on the app: the grid around the panels scrolls on arrows and
+    # would take them. Not in the footer (80 columns hold the app's keys only).
+    BINDINGS: ClassVar[list[BindingType]] = bindings(Scope.PANEL)
 
     def __init__(
         self,
@@ -125,7 +124,7 @@ class ChartPanel(Vertical, can_focus=True):
         self.table = SeriesTable()
         self._sorted_for: tuple[tuple[int, int], ...] | None = None
         self._steps_sorted: dict[int, bool] = {}
-        self.border_title = safe_text(overlay.name)
+        self.border_title = self._title()
 
     @property
     def name(self) -> str:
@@ -162,6 +161,7 @@ class ChartPanel(Vertical, can_focus=True):
 
     def redraw(self) -> None:
         """A view setting changed: show it at once."""
+        self.border_title = self._title()
         self.border_subtitle = self._subtitle()
         self.show_new_data()
 
@@ -175,6 +175,22 @@ class ChartPanel(Vertical, can_focus=True):
     def toggle_log(self) -> None:
         self.view.log_y = not self.view.log_y
         self.redraw()
+
+    def next_smoothing(self) -> None:
+        """off → EMA 0.6 → 0.9 → 0.99 → off."""
+        weights = SMOOTHING_WEIGHTS
+        current = weights.index(self.view.smoothing) if self.view.smoothing in weights else 0
+        self.view.smoothing = weights[(current + 1) % len(weights)]
+        self.redraw()
+
+    def _title(self) -> Text:
+        """The chart's name, then the state of both per-chart keys (s, l), always shown."""
+        title = safe_text(self.overlay.name)
+        smoothing = f"ema {self.view.smoothing:g}" if self.view.smoothing else "ema off"
+        title.append(
+            f" · {smoothing} · {'log' if self.view.log_y else 'linear'}", style="not bold dim"
+        )
+        return title
 
     def _show_table(self) -> None:
         rows = [
@@ -196,10 +212,6 @@ class ChartPanel(Vertical, can_focus=True):
         total = series_count(self.overlay)
         if total > len(self.lines):
             parts.append(f"first {len(self.lines)} of {total:,} series")
-        if self.shared.smoothing:
-            parts.append(f"ema {self.shared.smoothing:g}")
-        if self.view.log_y:
-            parts.append("log")
         if self.shared.zoom:
             parts.append(f"latest 1/{2**self.shared.zoom} of steps")
         return Text(" · ".join(parts)) if parts else None
@@ -224,7 +236,7 @@ class ChartPanel(Vertical, can_focus=True):
             values = chart.values(line.index)
             # steps() and values() are two reads of a growing store: use their common rows.
             rows = min(len(steps), len(values))
-            shown = view_values(values[:rows], self.shared.smoothing, self.view.log_y)
+            shown = view_values(values[:rows], self.view.smoothing, self.view.log_y)
             series.append(
                 Series(
                     steps[:rows],

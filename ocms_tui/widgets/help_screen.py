@@ -12,30 +12,15 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-KEYS: tuple[tuple[str, str], ...] = (
-    ("q", "quit"),
-    ("?", "this help (escape closes it)"),
-    ("← ↑ ↓ → / tab", "focus another chart (or click it)"),
-    ("enter", "maximise the focused chart / restore the grid"),
-    ("s", "smoothing: off → EMA 0.6 → 0.9 → 0.99 (debiased, as in TensorBoard)"),
-    ("l", "log scale on the focused chart's y axis (values ≤ 0 are not drawn)"),
-    ("] / [", "zoom in / out on the latest steps"),
-    ("0", "reset the zoom"),
-    ("1 … 9", "show / hide series 1 … 9 of the focused chart"),
-    ("space", "pause / resume following the run"),
-    ("r", "reload the directory from scratch"),
-    ("p", "show / hide the problems pane"),
-    ("b", "show / hide the run list (when several runs are followed)"),
-    ("/", "filter the run list by typing (enter: into the list, escape: back to the charts)"),
-    ("space / enter", "in the run list: show / hide the highlighted run's lines"),
-    ("ctrl+p", "command palette (themes: light and dark)"),
-)
+from ocms_tui.keys import LEGEND_MARKS, help_rows
+from ocms_tui.runs import FINISHED_SECONDS, LIVE_SECONDS
 
 ABOUT = (
     "Each chart shows its series as lines over the step, with the latest value, min and max "
     "of every series underneath. Large runs are drawn from at most four points per pixel "
     "column (M4), which draws exactly the picture of all points. The status bar says whether "
-    "the run is live (written in the last 30 s) or stale; the problems pane lists what "
+    f"the runs are live (written in the last {LIVE_SECONDS:g} s), idle (and for how long) or "
+    f"finished (quiet for {FINISHED_SECONDS / 60:g} min); the problems pane lists what "
     "`ocms-tui --check` would report. With several runs, each chart overlays them: one "
     "colour per run, a line style per series (its marker in the legend), runs appearing "
     "under a parent directory join while the dashboard is open."
@@ -74,9 +59,17 @@ class HelpScreen(ModalScreen[None]):
         table = Table(box=None, show_header=False, padding=(0, 2, 0, 0), expand=True)
         table.add_column(style="bold", no_wrap=True)
         table.add_column(ratio=1)
-        for key, meaning in KEYS:
+        for key, meaning in help_rows():
             table.add_row(Text(key), Text(meaning))
+        table.add_row("", "")
+        for mark, meaning in LEGEND_MARKS:
+            table.add_row(Text(mark), Text(meaning))
         return table
+
+    def on_mount(self) -> None:
+        # The scroll area takes the keys: ↓ ↑, pgdn pgup, home end scroll a help taller than
+        # the terminal.
+        self.query_one(VerticalScroll).focus()
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -16,15 +16,9 @@ from textual.widgets.selection_list import Selection
 
 from ocms_tui.plotting import RGB
 from ocms_tui.runs import RunStatus
+from ocms_tui.widgets.badges import badge
 from ocms_tui.widgets.safe_text import visible
 from ocms_tui.widgets.series_table import format_step
-
-_BADGES = {
-    RunStatus.WAITING: ("◌ waiting", "$warning"),
-    RunStatus.LIVE: ("● live", "$success"),
-    RunStatus.STALE: ("○ stale", "$text-muted"),
-    RunStatus.FINISHED: ("✓ finished", "$text-muted"),
-}
 
 
 @dataclass(frozen=True)
@@ -33,6 +27,7 @@ class RunRow:
     name: str  # untrusted (a path): plain text only
     color: RGB
     status: RunStatus
+    quiet_seconds: float | None  # since the last write (None: never written)
     last_step: int | None
     problems: int
     shown: bool
@@ -42,13 +37,13 @@ def run_prompt(row: RunRow) -> Content:
     """One line (a SelectionList option is one line): the run's colour and name, its status,
     last step and problem count."""
     red, green, blue = row.color
-    badge, badge_style = _BADGES[row.status]
+    badge_text, badge_style = badge(row.status, row.quiet_seconds)
     parts: list[str | tuple[str, str]] = [
         ("━ ", f"rgb({red},{green},{blue})"),
         # The checkbox's colour alone is easy to miss: a hidden run is struck through too.
         (visible(row.name), "bold" if row.shown else "dim strike"),
         " ",
-        (badge, badge_style),
+        (badge_text, badge_style),
         (f" {format_step(row.last_step)}", "$text-muted"),
     ]
     if row.problems:

@@ -5,32 +5,21 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
-from ocms_tui.session import RunState, Status
+from ocms_tui.runs import RunStatus
+from ocms_tui.session import Status
+from ocms_tui.widgets.badges import badge, format_duration
 from ocms_tui.widgets.safe_text import visible
 
-__all__ = ["RunState", "Status", "StatusBar", "format_age", "status_line"]
-
-
-_BADGES = {
-    RunState.WAITING: ("◌ waiting", "bold $warning"),
-    RunState.LOADING: ("◌ loading", "bold $secondary"),
-    RunState.LIVE: ("● live", "bold $success"),
-    RunState.STALE: ("○ stale", "bold $text-muted"),
-    RunState.PAUSED: ("⏸ paused", "bold $warning"),
-}
+__all__ = ["RunStatus", "Status", "StatusBar", "format_age", "status_line"]
 
 
 def format_age(seconds: float | None) -> str:
     """'just now', '40s ago', '7m ago', '3h ago', '2d ago' (never negative)."""
     if seconds is None:
         return "never"
-    seconds = max(0.0, seconds)
     if seconds < 5:
         return "just now"
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{int(seconds // size)}{unit} ago"
-    return f"{int(seconds) // 5 * 5}s ago"  # in 5 s steps: the bar repaints less often
+    return f"{format_duration(seconds)} ago"
 
 
 class StatusBar(Static):
@@ -40,28 +29,67 @@ class StatusBar(Static):
         background: $panel;
         color: $text;
         padding: 0 1;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
     }
     """
 
     def __init__(self) -> None:
         super().__init__("", markup=False)
-        self._shown: tuple[RunState, str] | None = None
+        self._status: Status | None = None
+        self._shown: tuple[RunStatus, str] | None = None
 
     def show(self, status: Status) -> None:
-        line = status_line(status)
+        self._status = status
+        line = status_line(status, self.content_size.width or None)
         if (status.state, line.plain) == self._shown:
             return  # the age changes every tick, its text once a second at most
         self._shown = (status.state, line.plain)
         self.update(line, layout=False)
 
+    def on_resize(self) -> None:
+        if self._status is not None:
+            self._shown = None
+            self.show(self._status)
 
-def status_line(status: Status) -> Content:
-    """One line; its parts from files or paths are plain text (Content never parses them)."""
-    label, style = _BADGES[status.state]
-    parts: list[str | tuple[str, str]] = [(label, style), "  ", (visible(status.directory), "bold")]
-    if status.state is not RunState.WAITING:
+
+MIN_DIRECTORY_WIDTH = 12
+SEPARATOR = "  │  "
+
+
+def shorten_middle(text: str, width: int) -> str:
+    """`text` in at most `width` cells, its middle replaced by '…' (a path's two ends say
+    the most)."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
+
+
+def status_line(status: Status, width: int | None = None) -> Content:
+    """One line of at most `width` cells: the badge, the counts and the last write come
+    first; the watcher's description goes, then the directory shrinks (its middle elided),
+    then the end is cut with an ellipsis (by the widget's CSS). Parts from files or paths
+    are plain text (Content never parses them)."""
+    label, style = badge(status.state, status.last_write_age)
+    facts: list[str] = []
+    if status.state is not RunStatus.WAITING:
         plural = "s" if status.charts != 1 else ""
-        parts.append(f"  │  {status.charts} chart{plural} · {status.rows:,} rows")
-        parts.append(f"  │  last write {format_age(status.last_write_age)}")
-    parts.append((f"  │  {visible(status.watching)}", "$text-muted"))
+        facts.append(f"{status.charts} chart{plural} · {status.rows:,} rows")
+        if status.state is not RunStatus.IDLE:  # an idle badge already says how long
+            facts.append(f"last write {format_age(status.last_write_age)}")
+    watching = visible(status.watching)
+    directory = visible(status.directory)
+    tail = "".join(SEPARATOR + fact for fact in facts)
+    if width is not None:
+        fixed = len(label) + 2 + len(tail)
+        if fixed + len(directory) + len(SEPARATOR) + len(watching) > width:
+            watching = ""
+            directory = shorten_middle(directory, max(MIN_DIRECTORY_WIDTH, width - fixed))
+    parts: list[str | tuple[str, str]] = [(label, f"bold {style}"), "  ", (directory, "bold")]
+    parts.append(tail)
+    if watching:
+        parts.append((SEPARATOR + watching, "$text-muted"))
     return Content.assemble(*parts)
