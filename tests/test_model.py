@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import math
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 from app_support import write_layout
@@ -159,17 +157,6 @@ def test_a_check_model_counts_rows_without_keeping_them(tmp_path: Path) -> None:
     assert (loss.rows, loss.last_step, loss.nbytes) == (50_000, 49_999, 0)
     assert (loss.stats(0).latest, loss.stats(0).maximum) == (49_999.5, 49_999.5)
     assert len(loss.steps()) == 0
-
-
-def test_core_does_not_import_textual() -> None:
-    code = (
-        "import sys, ocms_tui.model, ocms_tui.checker, ocms_tui.report, ocms_tui.cli, "
-        "ocms_tui.schema, ocms_tui.reader, ocms_tui.parse, ocms_tui.series, ocms_tui.plotting, "
-        "ocms_tui.axis_range, ocms_tui.json_lines; "
-        "assert 'textual' not in sys.modules, 'core imported textual'; "
-        "assert 'rich' not in sys.modules, 'core imported rich'"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
 def test_refresh_with_changed_files_reads_only_their_charts(tmp_path: Path) -> None:

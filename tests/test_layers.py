@@ -1,0 +1,205 @@
+"""The layers hold: import-linter's contracts (pyproject.toml), what each module really imports
+in a fresh interpreter, and what the quick commands import before they answer."""
+
+from __future__ import annotations
+
+import ast
+import os
+import pkgutil
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from ocms_recorder import OcmsRecorder
+
+import ocms_tui
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pytest depends on tomli before 3.11
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORDER = ROOT / "recorder" / "ocms_recorder.py"
+# The UI, and the entry points that start it: everything else in ocms_tui is the core.
+USER_INTERFACE = frozenset({"ocms_tui.app", "ocms_tui.widgets"})
+ENTRY_POINTS = frozenset({"ocms_tui.__main__", "ocms_tui.cli", "ocms_tui.demo", "ocms_tui.serve"})
+UI_PACKAGES = ("textual", "textual_plotext", "textual_serve", "rich")
+PYTHON_IMPORTTIME = (sys.executable, "-X", "importtime", "-m", "ocms_tui")
+CORE_CONTRACT = (
+    "The core (reading, checking, downsampling, session, plotting) knows no Textual or UI"
+)
+
+
+def source_env() -> dict[str, str]:
+    """This tree first on the path, whichever copy of the project the venv has installed."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "recorder")])}
+
+
+def importlinter_config() -> dict[str, object]:
+    with open(ROOT / "pyproject.toml", "rb") as pyproject:
+        return tomllib.load(pyproject)["tool"]["importlinter"]
+
+
+def ocms_tui_modules() -> set[str]:
+    """Every module of the package, found on disk (a new module cannot be forgotten)."""
+    return {module.name for module in pkgutil.walk_packages(ocms_tui.__path__, prefix="ocms_tui.")}
+
+
+def is_user_interface(name: str) -> bool:
+    return any(name == ui or name.startswith(f"{ui}.") for ui in USER_INTERFACE)
+
+
+def test_lint_imports_keeps_every_contract() -> None:
+    lint_imports = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
+    lint_imports = lint_imports or shutil.which("lint-imports")
+    assert lint_imports, "import-linter is in the test extra: pip install -e '.[test]'"
+    result = subprocess.run(
+        [lint_imports, "--no-cache"],
+        cwd=ROOT,
+        env=source_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    contracts = importlinter_config()["contracts"]
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"Contracts: {len(contracts)} kept, 0 broken." in result.stdout, result.stdout
+
+
+def test_the_core_contract_names_every_core_module() -> None:
+    (core,) = (c for c in importlinter_config()["contracts"] if c["name"] == CORE_CONTRACT)
+    core_modules = {
+        name
+        for name in ocms_tui_modules()
+        if not is_user_interface(name) and name not in ENTRY_POINTS
+    }
+    assert set(core["source_modules"]) == core_modules, (
+        "a new module is core unless it is UI or an entry point: add it to the contract"
+    )
+    reachable_entry_points = ENTRY_POINTS - {"ocms_tui.__main__"}  # nothing imports it
+    assert set(core["forbidden_modules"]) >= {
+        *UI_PACKAGES,
+        *USER_INTERFACE,
+        *reachable_entry_points,
+    }
+
+
+def test_importing_everything_but_the_ui_loads_no_textual_or_rich() -> None:
+    """The entry points import the UI lazily; importing them (and the core) loads none of it."""
+    modules = sorted(
+        name
+        for name in ocms_tui_modules()
+        if not is_user_interface(name) and name != "ocms_tui.__main__"  # it runs main()
+    )
+    assert "ocms_tui.session" in modules and "ocms_tui.cli" in modules
+    code = (
+        f"import importlib, sys\n"
+        f"for name in {modules!r}: importlib.import_module(name)\n"
+        f"print(sorted(p for p in {UI_PACKAGES!r} if p in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        env=source_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert result.stdout.strip() == "[]"
+
+
+def test_the_recorder_imports_only_the_standard_library() -> None:
+    """Every import statement in the file, including those inside functions (the runtime test
+    in test_recorder_faults.py sees only the code paths it runs)."""
+    tree = ast.parse(RECORDER.read_text(encoding="utf-8"))
+    imported: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name.partition(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, "a relative import in a copyable file"
+            imported.add((node.module or "").partition(".")[0])
+    assert {"json", "os"} <= imported
+    # `ocms` is the proprietary platform package: imported if present, never required.
+    assert imported - set(sys.stdlib_module_names) - {"__future__"} <= {"ocms"}
+
+
+def imported_modules(arguments: list[str]) -> tuple[set[str], subprocess.CompletedProcess[str]]:
+    """The modules `python -m ocms_tui ARGUMENTS` imports, from `-X importtime`."""
+    result = subprocess.run(
+        [*PYTHON_IMPORTTIME, *arguments],
+        env=source_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return importtime_modules(result.stderr), result
+
+
+def importtime_modules(stderr: str) -> set[str]:
+    # Lines look like "import time:       220 |        220 |     numpy.version".
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in stderr.splitlines()
+        if line.startswith("import time:") and line.count("|") == 2
+    }
+
+
+@pytest.mark.parametrize("arguments", [["--version"], ["--help"]])
+def test_quick_commands_answer_without_polars_or_textual(arguments: list[str]) -> None:
+    modules, result = imported_modules(arguments)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "ocms-tui" in result.stdout
+    assert "ocms_tui.cli" in modules  # the measurement saw our imports
+    heavy = {name for name in modules if name.partition(".")[0] in {"polars", *UI_PACKAGES}}
+    assert heavy == set()
+
+
+def test_check_does_import_polars(tmp_path: Path) -> None:
+    """The measurement can see polars: `--check` reads with it."""
+    with OcmsRecorder(log_dir=str(tmp_path)) as recorder:
+        recorder.log(step=0, metrics={"loss": 1.0})
+    modules, result = imported_modules(["--check", str(tmp_path)])
+    assert result.returncode == 0, result.stdout + result.stderr[-2000:]
+    assert "polars" in modules
+
+
+def test_serve_listens_without_polars_or_textual(tmp_path: Path) -> None:
+    """The serving process only starts one dashboard process per browser tab."""
+    pytest.importorskip("textual_serve", reason="needs the serve extra")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    stderr_path = tmp_path / "importtime.txt"
+    with stderr_path.open("w") as stderr:
+        server = subprocess.Popen(
+            [*PYTHON_IMPORTTIME, "--serve", "--port", str(port), str(tmp_path)],
+            env=source_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while not listening(port):
+            assert server.poll() is None, stderr_path.read_text()[-2000:]
+            assert time.monotonic() < deadline, "the server did not listen within 60 s"
+            time.sleep(0.1)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+    modules = importtime_modules(stderr_path.read_text())
+    assert "textual_serve.server" in modules and "ocms_tui.serve" in modules
+    heavy = {name for name in modules if name.partition(".")[0] in {"polars", "textual"}}
+    assert heavy == set()
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as client:
+        return client.connect_ex(("127.0.0.1", port)) == 0
