@@ -1,4 +1,4 @@
-"""Command line: the dashboard, `--check`, `--demo`, `--snapshot` and `verify`.
+"""Command line: the dashboard, `--check`, `--demo`, `--snapshot`, `verify` and `import`.
 
 Textual is imported only by the commands that open or render the dashboard, so that
 `--check` in CI starts fast.
@@ -48,7 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog=(
             "Also: 'ocms-tui verify [--output-dir DIR] [--require-ocms]' self-tests the "
-            "recorder or checks a training run's metric files. "
+            "recorder or checks a training run's metric files; 'ocms-tui import SRC --out "
+            "DIR' converts TensorBoard, HF, Lightning or MLflow logs. "
             "Exit codes of --check: 0 no errors, 1 errors (or warnings with --strict), "
             "2 usage error or missing directory."
         ),
@@ -121,6 +122,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         options = build_verify_parser().parse_args(arguments[1:])
         return run_verify(options.output_dir, options.require_ocms)
+    if arguments[:1] == ["import"]:
+        from ocms_tui.import_command import run_import
+
+        return run_import(arguments[1:])
 
     parser = build_parser()
     options = parser.parse_args(arguments)
