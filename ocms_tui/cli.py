@@ -1,4 +1,5 @@
-"""Command line: the dashboard, `--check`, `--demo`, `--snapshot`, `verify`, `scan`, `init`.
+"""Command line: the dashboard, `--check`, `--demo`, `--snapshot`, `verify`, `scan`, `init`
+and `import`.
 
 Textual is imported only by the commands that open or render the dashboard, so that
 `--check` in CI starts fast.
@@ -50,7 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
             "Also: 'ocms-tui verify [--output-dir DIR] [--require-ocms]' self-tests the "
             "recorder or checks a training run's metric files. "
             "'ocms-tui scan PROJECT_DIR' finds where a training project logs metrics; "
-            "'ocms-tui init PROJECT_DIR [--write]' adds the recorder to it. "
+            "'ocms-tui init PROJECT_DIR [--write]' adds the recorder to it; "
+            "'ocms-tui import SRC --out DIR' converts TensorBoard, HF, Lightning or MLflow "
+            "logs. "
             "Exit codes of --check: 0 no errors, 1 errors (or warnings with --strict), "
             "2 usage error or missing directory."
         ),
@@ -174,6 +177,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             output_dir_expr=options.output_dir_expr,
             force=options.force,
         )
+    if arguments[:1] == ["import"]:
+        from ocms_tui.import_command import run_import
+
+        return run_import(arguments[1:])
 
     parser = build_parser()
     options = parser.parse_args(arguments)

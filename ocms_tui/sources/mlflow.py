@@ -1,0 +1,106 @@
+"""An MLflow file store run: `mlruns/<experiment>/<run>/metrics/<key>`, one file per metric
+(a key with `/` is a subdirectory), one line per logged value: `timestamp value step`
+(stores older than MLflow 1.0 have no step: the line's position is used).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ocms_tui.sources.common import (
+    SeriesBuilder,
+    Source,
+    SourceError,
+    SourceKind,
+    read_small_file,
+)
+
+METRICS_DIR = "metrics"
+RUN_META = "meta.yaml"
+MAX_METRIC_FILE_BYTES = 512 << 20
+MAX_SEARCH_DEPTH = 2
+MAX_METRIC_FILES = 10_000
+MAX_LISTED_PROBLEMS = 20
+
+
+def is_run_directory(path: Path) -> bool:
+    return (path / METRICS_DIR).is_dir() and (path / RUN_META).is_file()
+
+
+def find_runs(path: Path) -> list[Path]:
+    """Run directories at `path` or below it (a store, an experiment, or a run)."""
+    level, found = [path], []
+    for _depth in range(MAX_SEARCH_DEPTH + 1):
+        next_level = []
+        for directory in level:
+            if is_run_directory(directory):
+                found.append(directory)
+                continue
+            try:
+                with os.scandir(directory) as entries:
+                    next_level += sorted(
+                        Path(entry.path)
+                        for entry in entries
+                        if entry.is_dir(follow_symlinks=False)
+                        and not entry.name.startswith(".")
+                        and entry.name != ".trash"
+                    )
+            except OSError:
+                continue
+        level = next_level
+    return found
+
+
+def _metric_files(metrics_dir: Path) -> list[tuple[str, Path]]:
+    """(key, file) for every metric, keys with `/` from subdirectories, in key order."""
+    found = []
+    for root, directories, files in os.walk(metrics_dir):
+        directories.sort()
+        for name in sorted(files):
+            file = Path(root, name)
+            key = file.relative_to(metrics_dir).as_posix()
+            found.append((key, file))
+            if len(found) >= MAX_METRIC_FILES:
+                return found
+    return found
+
+
+def read_mlflow_run(path: Path) -> Source:
+    runs = find_runs(path)
+    if not runs:
+        raise SourceError(f"{path}: no MLflow run (a directory with {METRICS_DIR}/ and {RUN_META})")
+    if len(runs) > 1:
+        listed = ", ".join(str(run) for run in runs[:10])
+        raise SourceError(f"{path}: {len(runs)} MLflow runs; give one of them: {listed}")
+    run = runs[0]
+    builder = SeriesBuilder()
+    problems: list[str] = []
+    bad = 0
+    incomplete = False
+    for key, file in _metric_files(run / METRICS_DIR):
+        try:
+            text = read_small_file(file, MAX_METRIC_FILE_BYTES).decode("utf-8", "replace")
+        except SourceError as error:
+            problems.append(f"{error}; metric {key!r} left out")
+            continue
+        lines = text.split("\n")
+        if lines[-1]:
+            incomplete = True  # a line still being written
+        for number, line in enumerate(lines[:-1], start=1):
+            fields = line.split()
+            try:
+                value = float(fields[1])
+                step = int(fields[2]) if len(fields) > 2 else number - 1
+                if len(fields) not in (2, 3):
+                    raise ValueError(line)
+            except (ValueError, IndexError):
+                bad += 1
+                if bad <= MAX_LISTED_PROBLEMS:
+                    problems.append(f"{file}:{number}: not 'timestamp value step'; left out")
+                continue
+            builder.add(key, step, value)
+    if bad > MAX_LISTED_PROBLEMS:
+        problems.append(f"{bad - MAX_LISTED_PROBLEMS} more bad metric lines")
+    problems += builder.problems()
+    return Source(SourceKind.MLFLOW, run, builder.series(), problems, incomplete_tail=incomplete)
