@@ -251,7 +251,9 @@ class FollowSession:
 
     def show_run(self, key: str, shown: bool) -> None:
         with self._lock:
-            self.hidden_runs = self.hidden_runs - {key} if shown else self.hidden_runs | {key}
+            self.hidden_runs = (
+                self.hidden_runs - {key} if shown else self.hidden_runs | {key}
+            )
             self._publish()
 
     def reload(self) -> None:
@@ -273,7 +275,8 @@ class FollowSession:
     def _publish(self, everything_changed: bool = False) -> None:
         charts = overlay(self.selected_runs())
         versions = {
-            chart.name: tuple(source.chart.version for source in chart.sources) for chart in charts
+            chart.name: tuple(source.chart.version for source in chart.sources)
+            for chart in charts
         }
         if self.paused:
             changed: frozenset[str] = frozenset()  # paused: the screen keeps its picture
