@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+
+from ocms_tui.pyramid import MinMaxPyramid
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -48,6 +51,7 @@ def m4(
     x_range: tuple[float, float] | None = None,
     *,
     x_sorted: bool = False,
+    pyramid: MinMaxPyramid | None = None,
 ) -> tuple[np.ndarray, FloatArray]:
     """Reduce (x, y) to at most four points per pixel column, keeping the drawn picture.
 
@@ -56,7 +60,10 @@ def m4(
     plot). Steps that go backwards (a resumed run) split the series into monotonic runs that
     are reduced one by one, so the backward jump is drawn as in the full series; when the runs
     together span too many columns, the series is sorted by step first to bound the work.
-    `x_sorted=True` promises non-decreasing x and saves a pass over the data.
+    `x_sorted=True` promises non-decreasing x and saves a pass over the data. A `pyramid`
+    kept for `y` (extended here) answers each column's four points from block summaries
+    instead of a pass over the points in view: the same points in O(width x log n); it is
+    used for sorted x within an `x_range`.
     Returns new arrays (or the inputs, when there is nothing to drop); `x` keeps its dtype.
     """
     xs = np.asarray(x)
@@ -67,6 +74,8 @@ def m4(
         # Sorted steps: the range is a slice, found by binary search instead of a mask.
         start = int(_search(xs, x_range[0], side="left"))
         stop = int(_search(xs, x_range[1], side="right"))
+        if pyramid is not None and stop - start > 4 * width and width >= 1:
+            return _m4_pyramid(xs, ys, start, stop, x_range, width, pyramid)
         xs, ys = xs[start:stop], ys[start:stop]
     keep = np.isfinite(ys)
     if x_range is not None and not x_sorted:
@@ -94,6 +103,26 @@ def m4(
             runs = [(0, xs.size)]
     kept = [start + _m4_run(xs[start:stop], ys[start:stop], lo, hi, width) for start, stop in runs]
     index = np.concatenate(kept)
+    return xs[index], ys[index]
+
+
+def _m4_pyramid(
+    xs: np.ndarray,
+    ys: FloatArray,
+    start: int,
+    stop: int,
+    x_range: tuple[float, float],
+    width: int,
+    pyramid: MinMaxPyramid,
+) -> tuple[np.ndarray, FloatArray]:
+    """M4 of the sorted rows [start, stop) by the pyramid. Gap rows stay in the columns'
+    index ranges: the pyramid never picks them, so the columns match those of the finite
+    points that `m4` computes otherwise."""
+    pyramid.extend(ys)
+    lo, hi = float(x_range[0]), float(x_range[1])
+    starts = start + _column_starts(xs[start:stop], lo, hi, width)
+    stops = np.append(starts[1:], stop)
+    index = pyramid.m4_indices(ys, starts, stops)
     return xs[index], ys[index]
 
 
@@ -152,6 +181,14 @@ def _search(sorted_x: np.ndarray, bounds: npt.ArrayLike, side: str) -> np.ndarra
     return np.searchsorted(sorted_x, clipped, side=side)  # type: ignore[call-overload]
 
 
+@dataclass(frozen=True)
+class EmaState:
+    """Where an EMA stopped: the zero-started average and how many finite values it took."""
+
+    average: float = 0.0
+    count: int = 0
+
+
 def ema(y: npt.ArrayLike, weight: float) -> FloatArray:
     """Exponential moving average, debiased like TensorBoard's smoothing slider.
 
@@ -160,22 +197,33 @@ def ema(y: npt.ArrayLike, weight: float) -> FloatArray:
     Gaps (NaN, inf) do not enter the average and stay gaps in the result. `weight` 0 returns
     a copy.
     """
+    return ema_extend(y, weight, EmaState())[0]
+
+
+def ema_extend(y: npt.ArrayLike, weight: float, state: EmaState) -> tuple[FloatArray, EmaState]:
+    """The EMA of values that follow those `state` ended with, and the state after them: a
+    growing series is smoothed once, piece by piece, with the result of `ema` on the whole
+    (to rounding)."""
     ys = np.array(y, dtype=np.float64)
     if not 0.0 <= weight < 1.0:
         raise ValueError(f"smoothing weight must be in [0, 1), got {weight}")
     finite = np.isfinite(ys)
     values = ys[finite]
     if weight == 0.0 or values.size == 0:
-        return ys
+        return ys, state
     # The block sums scale terms up by as much as e**_MAX_SCALE_EXPONENT: values near the
     # double's limits (1e307) would overflow, subnormal ones (5e-324) lose every digit.
     # Dividing by a power of two near the largest magnitude is exact, and undone at the end.
     # ldexp(0.5, e) = 2**(e - 1): representable for every double, subnormals included.
-    scale = math.ldexp(0.5, math.frexp(float(np.max(np.abs(values))))[1])
+    largest = max(float(np.max(np.abs(values))), abs(state.average))
+    scale = math.ldexp(0.5, math.frexp(largest)[1])
     zero_started = _decaying_cumsum((1.0 - weight) * (values / scale), weight)
-    counts = np.arange(1, values.size + 1, dtype=np.float64)
+    steps = np.arange(1, values.size + 1, dtype=np.float64)
+    if state.average:
+        zero_started += (state.average / scale) * np.exp(steps * math.log(weight))
+    counts = steps + state.count
     ys[finite] = zero_started / -np.expm1(counts * math.log(weight)) * scale
-    return ys
+    return ys, EmaState(float(zero_started[-1]) * scale, state.count + int(values.size))
 
 
 def _decaying_cumsum(terms: FloatArray, decay: float) -> FloatArray:

@@ -18,7 +18,7 @@ from ocms_tui.parse import ParsedRows
 from ocms_tui.problems import Problem, Rule
 from ocms_tui.reader import CsvFollower, FileState, resolve_inside
 from ocms_tui.schema import MAX_METRICS_JSON_BYTES, ChartSpec, parse_schema
-from ocms_tui.series import SeriesStats, SeriesStore
+from ocms_tui.series import SeriesStats, SeriesStore, ShownSeries
 
 # Listing a directory with a huge number of entries must stay cheap.
 MAX_DIRECTORY_ENTRIES = 10_000
@@ -77,6 +77,9 @@ class ChartData:
 
     def stats(self, series: int) -> SeriesStats:
         return self._store.stats(series)
+
+    def shown(self, series: int, smoothing: float, log_y: bool) -> ShownSeries:
+        return self._store.shown(series, smoothing, log_y)
 
     @property
     def nbytes(self) -> int:

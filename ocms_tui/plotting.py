@@ -16,7 +16,8 @@ import numpy.typing as npt
 
 from ocms_tui import plotext_speedups
 from ocms_tui.axis_range import nice_ticks, y_axis
-from ocms_tui.downsample import ema, m4
+from ocms_tui.downsample import m4
+from ocms_tui.pyramid import MinMaxPyramid
 
 # plotext's line and braille helpers in numpy: the same characters, a third of the time.
 plotext_speedups.install()
@@ -62,6 +63,7 @@ class Series:
     color: RGB
     steps_sorted: bool = False  # a promise that steps never decrease: cheaper extents and M4
     marker: str = MARKER
+    pyramid: MinMaxPyramid | None = None  # kept for `values`: M4 in O(pixels x log n)
 
     @property
     def pixels_per_column(self) -> int:
@@ -77,16 +79,6 @@ class PlotRequest:
     log_y: bool = False
     x_range: tuple[float, float] | None = None
     theme: str | None = None
-
-
-def view_values(
-    values: npt.NDArray[np.float64], smoothing: float, log_y: bool
-) -> npt.NDArray[np.float64]:
-    """The values as drawn: EMA-smoothed when asked; gaps where a log axis cannot go."""
-    shown = ema(values, smoothing) if smoothing > 0 else values
-    if log_y:
-        shown = np.where(shown > 0, shown, np.nan)
-    return shown
 
 
 def x_extent(series: list[Series]) -> tuple[float, float] | None:
@@ -170,6 +162,7 @@ class ChartCanvas:
                     max(1, canvas_columns) * line.pixels_per_column,
                     x_range=extent,
                     x_sorted=line.steps_sorted,
+                    pyramid=line.pyramid if line.steps_sorted else None,
                 )
             if values.size:
                 drawable.append((line, steps, values))

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ocms_tui.downsample import EmaState, ema_extend
 from ocms_tui.parse import ParsedRows
+from ocms_tui.pyramid import MinMaxPyramid
 
 _GROWTH = 1.5
 # Up to this many values per append, running stats are cheaper in plain Python.
@@ -111,6 +113,40 @@ class SeriesStats:
         )
 
 
+class ShownSeries:
+    """One series as a chart draws it at one view setting (smoothing weight, log axis), kept
+    current as rows arrive: the smoothed values are extended, never recomputed, and the M4
+    pyramid over them is extended at each draw. Lives with its store (a reset file starts
+    afresh); only the thread that draws uses it."""
+
+    def __init__(self, smoothing: float, log_y: bool) -> None:
+        self.smoothing = smoothing
+        self.log_y = log_y
+        self.pyramid = MinMaxPyramid()
+        self._shown = GrowableArray(np.float64)
+        self._ema = EmaState()
+
+    @property
+    def derived(self) -> bool:
+        """The values differ from the stored ones (and are kept here)."""
+        return self.smoothing > 0 or self.log_y
+
+    def values(self, raw: np.ndarray) -> np.ndarray:
+        """The shown values of the series whose stored values are `raw` (a longer prefix of
+        the same series each time)."""
+        if not self.derived:
+            return raw
+        done = len(self._shown)
+        if len(raw) > done:
+            new = raw[done:]
+            if self.smoothing > 0:
+                new, self._ema = ema_extend(new, self.smoothing, self._ema)
+            if self.log_y:  # a log axis has no place for zero or less: a gap there
+                new = np.where(new > 0, new, np.nan)
+            self._shown.extend(new)
+        return self._shown.view(len(raw))
+
+
 class SeriesStore:
     """Steps plus one float column per y-axis name (NaN = gap), with running stats.
 
@@ -126,6 +162,7 @@ class SeriesStore:
         self.keep_values = keep_values
         self.rows = 0
         self.last_step: int | None = None
+        self._shown: dict[tuple[int, float, bool], ShownSeries] = {}
 
     def reserve(self, rows: int) -> None:
         if not self.keep_values:
@@ -157,6 +194,14 @@ class SeriesStore:
 
     def stats(self, series: int) -> SeriesStats:
         return self._stats[series]
+
+    def shown(self, series: int, smoothing: float, log_y: bool) -> ShownSeries:
+        """The drawing state of a series at a view setting, made at its first use."""
+        key = (series, smoothing, log_y)
+        found = self._shown.get(key)
+        if found is None:
+            found = self._shown[key] = ShownSeries(smoothing, log_y)
+        return found
 
     @property
     def nbytes(self) -> int:

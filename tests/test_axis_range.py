@@ -18,7 +18,8 @@ from ocms_tui.axis_range import (
     y_axis,
 )
 from ocms_tui.downsample import ema
-from ocms_tui.plotting import ChartCanvas, PlotRequest, Series, series_color, view_values
+from ocms_tui.plotting import ChartCanvas, PlotRequest, Series, series_color
+from ocms_tui.series import ShownSeries
 
 LARGEST = 1.7976931348623157e308
 SMALLEST = 5e-324
@@ -110,7 +111,7 @@ def test_smoothing_extreme_values_stays_finite_and_exact_in_scale() -> None:
 
 def build(values: list[float], log_y: bool, smoothing: float, reduce: bool) -> str | None:
     steps = np.arange(1, len(values) + 1, dtype=np.int64)
-    shown = view_values(np.array(values, dtype=np.float64), smoothing, log_y)
+    shown = ShownSeries(smoothing, log_y).values(np.array(values, dtype=np.float64))
     series = [Series(steps, shown, series_color(0), steps_sorted=True)]
     return ChartCanvas(PlotextFigure()).build(series, PlotRequest(60, 15, log_y=log_y), reduce)
 

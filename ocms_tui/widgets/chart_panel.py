@@ -19,7 +19,6 @@ from ocms_tui.plotting import (
     Series,
     series_color,
     series_marker,
-    view_values,
 )
 from ocms_tui.runset import OverlayChart, RunChart
 from ocms_tui.widgets.bindings import bindings
@@ -236,14 +235,17 @@ class ChartPanel(Vertical, can_focus=True):
             values = chart.values(line.index)
             # steps() and values() are two reads of a growing store: use their common rows.
             rows = min(len(steps), len(values))
-            shown = view_values(values[:rows], self.view.smoothing, self.view.log_y)
+            # Smoothed and log values and the M4 pyramid are kept with the data and only
+            # extended by the rows that arrived since the last draw.
+            shown = chart.shown(line.index, self.view.smoothing, self.view.log_y)
             series.append(
                 Series(
                     steps[:rows],
-                    shown,
+                    shown.values(values[:rows]),
                     line.color,
                     steps_sorted=self._steps_sorted.get(id(chart), False),
                     marker=line.marker,
+                    pyramid=shown.pyramid,
                 )
             )
         return series, self.view.log_y, self._x_range(list(all_steps.values()))

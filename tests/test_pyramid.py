@@ -1,0 +1,153 @@
+"""The M4 pyramid and the extended EMA give what the plain way gives.
+
+Each is checked against a brute-force or from-scratch reference on random data with gaps,
+infinities, ties and series that grow in random chunks (as a followed run grows).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ocms_tui.downsample import EmaState, ema, ema_extend, m4, pixel_columns
+from ocms_tui.pyramid import MinMaxPyramid
+from ocms_tui.series import SeriesStore
+
+
+def brute_force_m4(values: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """First, last, minimum and maximum finite value of each range, one range at a time."""
+    chosen: list[int] = []
+    for start, stop in zip(starts.tolist(), stops.tolist(), strict=True):
+        finite = start + np.flatnonzero(np.isfinite(values[start:stop]))
+        if finite.size:
+            kept = values[finite]
+            chosen += [finite[0], finite[-1], finite[np.argmin(kept)], finite[np.argmax(kept)]]
+    return np.unique(np.array(chosen, dtype=np.int64))
+
+
+def hostile_values(rng: np.random.Generator, count: int) -> np.ndarray:
+    """Rounded (so ties are common), with NaN gaps at a random density and some infinities."""
+    values = rng.standard_normal(count).round(int(rng.integers(0, 3)))
+    values[rng.random(count) < rng.random() * 0.6] = np.nan
+    values[rng.random(count) < 0.01] = np.inf
+    values[rng.random(count) < 0.01] = -np.inf
+    return values
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pyramid_matches_brute_force_m4_while_the_series_grows(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    for _ in range(25):
+        count = int(rng.integers(1, 6000))
+        values = hostile_values(rng, count)
+        pyramid = MinMaxPyramid(block=int(rng.choice([1, 2, 3, 16, 256])))
+        seen = 0
+        while seen < count:
+            seen = min(count, seen + int(rng.integers(1, 1500)))
+            pyramid.extend(values[:seen])
+            # Ranges over the grown series, the unsummarised tail included.
+            edges = rng.integers(0, seen, int(rng.integers(1, 60)))
+            bounds = np.unique(np.concatenate(([0], edges, [seen])))
+            starts, stops = bounds[:-1], bounds[1:]
+            expected = brute_force_m4(values[:seen], starts, stops)
+            assert np.array_equal(pyramid.m4_indices(values[:seen], starts, stops), expected)
+
+
+def test_a_range_of_gaps_only_gives_no_points_and_an_empty_query_gives_none() -> None:
+    values = np.full(2000, np.nan)
+    values[1500] = 3.0
+    pyramid = MinMaxPyramid(block=16)
+    pyramid.extend(values)
+    starts, stops = np.array([0, 1000, 1600]), np.array([1000, 1600, 2000])
+    assert pyramid.m4_indices(values, starts, stops).tolist() == [1500]
+    assert pyramid.m4_indices(values, np.array([]), np.array([])).size == 0
+
+
+def test_pyramid_memory_is_a_small_fraction_of_the_series() -> None:
+    values = np.random.default_rng(1).standard_normal(1_000_000)
+    pyramid = MinMaxPyramid()
+    pyramid.extend(values)
+    assert pyramid.nbytes < 0.5 * values.size  # under half a byte per 8-byte value
+
+
+def m4_by_pixel_column(
+    steps: np.ndarray, values: np.ndarray, width: int, x_range: tuple[float, float]
+) -> tuple[np.ndarray, np.ndarray]:
+    """M4 by its definition: the finite points in range, grouped by plotext's pixel column."""
+    keep = np.isfinite(values) & (steps >= x_range[0]) & (steps <= x_range[1])
+    index = np.flatnonzero(keep)
+    columns = pixel_columns(steps[index], *x_range, width)
+    bounds = np.flatnonzero(np.diff(columns)) + 1
+    starts = np.concatenate(([0], bounds))
+    stops = np.concatenate((bounds, [index.size]))
+    chosen = brute_force_m4(values[index], starts, stops) if index.size else index
+    return steps[index[chosen]], values[index[chosen]]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_m4_with_a_pyramid_picks_the_m4_points(seed: int) -> None:
+    """Sorted steps with repeats and gaps in the values, any range and width: the pyramid
+    path picks exactly the first, last, lowest and highest finite point of every column."""
+    rng = np.random.default_rng(100 + seed)
+    count = int(rng.integers(5_000, 60_000))
+    steps = np.cumsum(rng.integers(0, 4, count)).astype(np.int64)
+    values = hostile_values(rng, count)
+    pyramid = MinMaxPyramid(block=64)
+    compared = 0
+    for _ in range(15):
+        width = int(rng.integers(1, 400))
+        low, high = sorted(rng.uniform(-10, steps[-1] + 10, 2).tolist())
+        in_range = int(np.count_nonzero((steps >= low) & (steps <= high)))
+        got = m4(steps, values, width, (low, high), x_sorted=True, pyramid=pyramid)
+        if in_range <= 4 * width:  # too few points to reduce: all of them are drawn
+            assert got[0].size == np.count_nonzero(
+                np.isfinite(values) & (steps >= low) & (steps <= high)
+            )
+            continue
+        expected = m4_by_pixel_column(steps, values, width, (low, high))
+        assert np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])
+        compared += 1
+    assert compared >= 5
+
+
+@pytest.mark.parametrize("weight", [0.0, 0.6, 0.99, 0.999])
+def test_ema_extended_piece_by_piece_is_the_ema_of_the_whole(weight: float) -> None:
+    rng = np.random.default_rng(7)
+    values = hostile_values(rng, 20_000) * 10 + 50
+    whole = ema(values, weight)
+    pieces, state, seen = [], EmaState(), 0
+    while seen < values.size:
+        step = int(rng.integers(1, 3000))
+        piece, state = ema_extend(values[seen : seen + step], weight, state)
+        pieces.append(piece)
+        seen += step
+    joined = np.concatenate(pieces)
+    assert np.array_equal(np.isnan(joined), np.isnan(whole))
+    assert np.allclose(joined, whole, rtol=1e-9, atol=0, equal_nan=True)
+
+
+def test_shown_series_extends_smoothing_and_log_as_rows_arrive() -> None:
+    from ocms_tui.parse import ParsedRows
+
+    rng = np.random.default_rng(3)
+    values = rng.standard_normal(5000)
+    store = SeriesStore(1)
+    for start in range(0, 5000, 700):
+        chunk = values[start : start + 700]
+        steps = np.arange(start, start + chunk.size, dtype=np.int64)
+        store.append(ParsedRows(steps, (chunk,), chunk.size))
+        shown = store.shown(0, 0.9, True)
+        got = shown.values(store.values(0))
+        expected = ema(values[: start + chunk.size], 0.9)
+        expected = np.where(expected > 0, expected, np.nan)
+        assert np.allclose(got, expected, rtol=1e-9, equal_nan=True)
+    raw = store.values(0)
+    assert store.shown(0, 0.0, False).values(raw) is raw  # nothing to derive: no copy
+
+
+def test_pixel_columns_are_plotexts_own() -> None:
+    import plotext._utility as plotext_utility
+
+    data = np.random.default_rng(5).uniform(-3, 1e6, 5000)
+    expected = plotext_utility.get_matrix_data(data.tolist(), [-3.0, 1e6], 417)
+    assert pixel_columns(data, -3.0, 1e6, 417).tolist() == expected
