@@ -64,16 +64,19 @@ async def test_dashboard_draws_extreme_values_linear_log_and_smoothed(tmp_path: 
         await wait_for_axis_labels(pilot, "1e308", "-1e308", "1e-310", "5e-311")
         text = screen_text(app)
         assert "1.79769e+308" in text and "4.94066e-324" in text and "-1e+307" in text
-        # Smoothing every chart, then a log axis on each: still drawn, labelled in powers.
-        await pilot.press("s")
+        # Smoothing and a log axis on each chart (both act on the focused one): still
+        # drawn, labelled in powers.
         for panel in panels:
             panel.focus()
-            await pilot.press("l")
-        await wait_for(pilot, lambda: all(panel.view.log_y for panel in panels))
+            await pilot.press("s", "l")
+        await wait_for(pilot, lambda: all(p.view.log_y and p.view.smoothing for p in panels))
         await wait_for_axis_labels(pilot, "1e307", "1e-320", "1e300")
         assert all(panel.plot.builds > 1 for panel in panels)
         assert not any("no rows yet" in str(panel.plot.render()) for panel in panels)
-        await pilot.press("s", "s", "s")  # smoothing off again, still on log axes
+        for panel in panels:  # smoothing off again, still on log axes
+            panel.focus()
+            await pilot.press("s", "s", "s")
+        await wait_for(pilot, lambda: not any(panel.view.smoothing for panel in panels))
         await wait_for_axis_labels(pilot, "1e308", "1e-320", "1e-200")
 
 
