@@ -188,6 +188,7 @@ class OcmsMixin:
     """
 
     _ocms_recorder: OcmsRecorder | None = None
+    _ocms_merger: SameStepMerger | None = None
 
     def _init_ocms(
         self,
@@ -211,7 +212,24 @@ class OcmsMixin:
         if self._ocms_recorder is not None:
             self._ocms_recorder.log(step=step, metrics=dict(metrics))
 
+    def _ocms_log_merged(self, step: int, metrics: Mapping[str, Any]) -> None:
+        """Like `_ocms_log`, but what arrives for one step is held and written as one row
+        when another step arrives or `_ocms_flush` is called (call it where the
+        framework starts the next step, and where it stops)."""
+        if self._ocms_merger is None:
+            self._ocms_merger = SameStepMerger()
+        for row_step, row in self._ocms_merger.add(step, metrics):
+            self._ocms_log(row_step, row)
+
+    def _ocms_flush(self) -> None:
+        """Write the row `_ocms_log_merged` holds, if any."""
+        if self._ocms_merger is not None:
+            for row_step, row in self._ocms_merger.flush():
+                self._ocms_log(row_step, row)
+
     def _ocms_finish(self) -> None:
+        """Write the row held for the last step, then close the recorder's files."""
+        self._ocms_flush()
         if self._ocms_recorder is not None:
             recorder, self._ocms_recorder = self._ocms_recorder, None
             recorder.finish()
