@@ -200,6 +200,7 @@ class OcmsMixin:
 
     _ocms_recorder: OcmsRecorder | None = None
     _ocms_merger: SameStepMerger | None = None
+    _ocms_logged = False  # this object has written rows (a run of this process)
 
     def _init_ocms(
         self,
@@ -221,7 +222,16 @@ class OcmsMixin:
 
     def _ocms_log(self, step: int, metrics: Mapping[str, Any]) -> None:
         if self._ocms_recorder is not None:
+            self._ocms_logged = True
             self._ocms_recorder.log(step=step, metrics=dict(metrics))
+
+    def _ocms_check_earlier_run(
+        self, output_dir: str | None, resuming: bool, how_to_resume: str
+    ) -> None:
+        """`warn_if_earlier_run`, unless the rows there are this object's own (an
+        evaluation it recorded before training started)."""
+        if not self._ocms_logged:
+            warn_if_earlier_run(output_dir, resuming, how_to_resume)
 
     def _ocms_log_merged(self, step: int, metrics: Mapping[str, Any]) -> None:
         """Like `_ocms_log`, but what arrives for one step is held and written as one row

@@ -18,7 +18,7 @@ from typing import Any
 
 from ocms_recorder import ChartGroup
 
-from ocms_integrations.base import OcmsMixin, require_framework, warn_if_earlier_run
+from ocms_integrations.base import OcmsMixin, require_framework
 from ocms_integrations.hf_mapping import (
     HF_CHART_GROUPS,
     entry_metrics,
@@ -58,7 +58,7 @@ class OcmsCallback(TrainerCallback, OcmsMixin):
         self._training = True
         if state.is_world_process_zero and self._ocms_recorder is None:
             # A resumed Trainer has loaded its state (global_step > 0) before this hook.
-            warn_if_earlier_run(
+            self._ocms_check_earlier_run(
                 self._output_dir or args.output_dir,
                 resuming=state.global_step > 0,
                 how_to_resume="trainer.train(resume_from_checkpoint=...)",

@@ -26,7 +26,6 @@ from ocms_integrations.base import (
     chart_groups_with,
     learning_rates,
     require_framework,
-    warn_if_earlier_run,
 )
 
 logger = logging.getLogger("ocms_integrations")
@@ -181,7 +180,7 @@ class OcmsCallback(*(module.Callback for module in _FRAMEWORKS), OcmsMixin):  # 
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
         if trainer.is_global_zero and self._ocms_recorder is None:
             # Lightning has restored a checkpoint (`ckpt_path`) before this hook.
-            warn_if_earlier_run(
+            self._ocms_check_earlier_run(
                 self._output_dir or trainer.default_root_dir,
                 resuming=trainer.ckpt_path is not None or trainer.global_step > 0,
                 how_to_resume="trainer.fit(..., ckpt_path=...)",

@@ -25,7 +25,6 @@ from ocms_integrations.base import (
     OcmsMixin,
     chart_groups_with,
     require_framework,
-    warn_if_earlier_run,
 )
 
 require_framework("mmengine", "mmengine")
@@ -92,7 +91,7 @@ class OcmsHook(Hook, OcmsMixin):
         self._training = True
         if self._ocms_recorder is not None:
             # The runner has loaded a checkpoint (`resume=True`) before this hook.
-            warn_if_earlier_run(
+            self._ocms_check_earlier_run(
                 self._output_dir or runner.work_dir,
                 resuming=runner.iter > 0,
                 how_to_resume="Runner(..., resume=True) (or resume = True in the config)",
