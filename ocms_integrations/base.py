@@ -7,10 +7,12 @@ already logs. The framework integrations in this package are built on it too.
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import logging
 import os
 import stat
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 from typing import Any
@@ -18,6 +20,7 @@ from typing import Any
 from ocms_recorder import (
     CSV_SUFFIX,
     DEFAULT_CHART_GROUPS,
+    MAX_STEP,
     ChartGroup,
     OcmsRecorder,
     resolve_metrics_dir,
@@ -78,18 +81,26 @@ def last_recorded_step(metrics_dir: str) -> int | None:
             continue
         path = os.path.join(metrics_dir, name)
         try:
-            info = os.stat(path)
-            if not stat.S_ISREG(info.st_mode) or info.st_size == 0:  # a FIFO would block
-                continue
-            with open(path, "rb") as handle:
-                handle.seek(max(0, info.st_size - _TAIL_BYTES))
+            # Non-blocking, and checked on the open file: a FIFO (even one swapped in after
+            # a stat) must not block a training run's start.
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            with os.fdopen(fd, "rb") as handle:
+                info = os.fstat(fd)
+                if not stat.S_ISREG(info.st_mode) or info.st_size == 0:
+                    continue
+                start = max(0, info.st_size - _TAIL_BYTES)
+                handle.seek(start)
                 lines = handle.read().split(b"\n")
         except OSError:
             continue
-        complete = [line for line in lines[:-1] if line]
+        # The first piece of a tail read may be the end of a longer line; the last one is
+        # a row still being written (or the empty rest after the final newline).
+        complete = [line for line in lines[1 if start else 0 : -1] if line]
         step_text = complete[-1].split(b",", 1)[0].strip() if complete else b""
         # At most _TAIL_BYTES digits: under int()'s 4300-digit limit, so it cannot raise.
         step = int(step_text) if step_text.isdigit() else -1
+        if step > MAX_STEP:
+            step = -1
         last = step if last is None else max(last, step)
     return last
 
@@ -188,6 +199,8 @@ class OcmsMixin:
     """
 
     _ocms_recorder: OcmsRecorder | None = None
+    _ocms_merger: SameStepMerger | None = None
+    _ocms_logged = False  # this object has written rows (a run of this process)
 
     def _init_ocms(
         self,
@@ -209,9 +222,47 @@ class OcmsMixin:
 
     def _ocms_log(self, step: int, metrics: Mapping[str, Any]) -> None:
         if self._ocms_recorder is not None:
+            self._ocms_logged = True
             self._ocms_recorder.log(step=step, metrics=dict(metrics))
 
+    def _ocms_check_earlier_run(
+        self, output_dir: str | None, resuming: bool, how_to_resume: str
+    ) -> None:
+        """`warn_if_earlier_run`, unless the rows there are this object's own (an
+        evaluation it recorded before training started)."""
+        if not self._ocms_logged:
+            warn_if_earlier_run(output_dir, resuming, how_to_resume)
+
+    def _ocms_log_merged(self, step: int, metrics: Mapping[str, Any]) -> None:
+        """Like `_ocms_log`, but what arrives for one step is held and written as one row
+        when another step arrives or `_ocms_flush` is called (call it where the
+        framework starts the next step, and where it stops)."""
+        if self._ocms_merger is None:
+            self._ocms_merger = SameStepMerger()
+            # A run that dies between a step's logs and the next step (an evaluation or a
+            # checkpoint that raises) must not lose the row held: write it at exit.
+            atexit.register(_flush_at_exit, weakref.ref(self))
+        for row_step, row in self._ocms_merger.add(step, metrics):
+            self._ocms_log(row_step, row)
+
+    def _ocms_flush(self) -> None:
+        """Write the row `_ocms_log_merged` holds, if any."""
+        if self._ocms_merger is not None:
+            for row_step, row in self._ocms_merger.flush():
+                self._ocms_log(row_step, row)
+
     def _ocms_finish(self) -> None:
+        """Write the row held for the last step, then close the recorder's files."""
+        self._ocms_flush()
         if self._ocms_recorder is not None:
             recorder, self._ocms_recorder = self._ocms_recorder, None
             recorder.finish()
+
+
+def _flush_at_exit(reference: weakref.ref[OcmsMixin]) -> None:
+    owner = reference()
+    if owner is not None:
+        try:
+            owner._ocms_finish()
+        except Exception as error:  # the interpreter is ending: say it, never raise
+            logger.warning("could not write the last metrics row at exit: %r", error)

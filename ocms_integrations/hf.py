@@ -18,10 +18,9 @@ from typing import Any
 
 from ocms_recorder import ChartGroup
 
-from ocms_integrations.base import OcmsMixin, require_framework, warn_if_earlier_run
+from ocms_integrations.base import OcmsMixin, require_framework
 from ocms_integrations.hf_mapping import (
     HF_CHART_GROUPS,
-    SameStepMerger,
     entry_metrics,
     is_eval_score,
 )
@@ -53,14 +52,13 @@ class OcmsCallback(TrainerCallback, OcmsMixin):
         self._output_dir = output_dir
         self._every_key = chart_groups is not None
         self._chart_groups = list(chart_groups) if chart_groups is not None else HF_CHART_GROUPS
-        self._merger = SameStepMerger()
         self._training = False
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._training = True
         if state.is_world_process_zero and self._ocms_recorder is None:
             # A resumed Trainer has loaded its state (global_step > 0) before this hook.
-            warn_if_earlier_run(
+            self._ocms_check_earlier_run(
                 self._output_dir or args.output_dir,
                 resuming=state.global_step > 0,
                 how_to_resume="trainer.train(resume_from_checkpoint=...)",
@@ -83,22 +81,18 @@ class OcmsCallback(TrainerCallback, OcmsMixin):
             # Started here rather than at train begin, so that trainer.evaluate() alone,
             # or after train() has finished the recorder, is recorded too.
             self._init_ocms(self._output_dir or args.output_dir, self._chart_groups)
-        self._write(self._merger.add(state.global_step, metrics))
+        self._ocms_log_merged(state.global_step, metrics)
 
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         # Every log of the previous step has arrived: its row is complete.
-        self._write(self._merger.flush())
+        self._ocms_flush()
 
     def on_evaluate(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if not self._training:  # trainer.evaluate() on its own: no step follows
-            self._write(self._merger.flush())
+            self._ocms_flush()
             self._ocms_finish()
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._training = False
-        self._write(self._merger.flush())
+        self._ocms_flush()
         self._ocms_finish()
-
-    def _write(self, rows: list[tuple[int, dict[str, Any]]]) -> None:
-        for step, metrics in rows:
-            self._ocms_log(step, metrics)

@@ -23,11 +23,9 @@ from ocms_recorder import DEFAULT_CHART_GROUPS, ChartGroup
 
 from ocms_integrations.base import (
     OcmsMixin,
-    SameStepMerger,
     chart_groups_with,
     learning_rates,
     require_framework,
-    warn_if_earlier_run,
 )
 
 logger = logging.getLogger("ocms_integrations")
@@ -157,7 +155,6 @@ class OcmsCallback(*(module.Callback for module in _FRAMEWORKS), OcmsMixin):  # 
             list(chart_groups) if chart_groups is not None else LIGHTNING_CHART_GROUPS
         )
         self._log_learning_rate = log_learning_rate
-        self._merger = SameStepMerger()
         self._seen_global_step = -1
         self._evaluation_keys: set[str] = set()
         self._before_evaluation: dict[str, float] = {}
@@ -180,18 +177,10 @@ class OcmsCallback(*(module.Callback for module in _FRAMEWORKS), OcmsMixin):  # 
         every = trainer.log_every_n_steps
         return bool(every) and ((step + 1) % every == 0 or trainer.should_stop)
 
-    def _add(self, step: int, metrics: Mapping[str, Any]) -> None:
-        for row_step, row in self._merger.add(step, metrics):
-            self._ocms_log(row_step, row)
-
-    def _flush(self) -> None:
-        for row_step, row in self._merger.flush():
-            self._ocms_log(row_step, row)
-
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
         if trainer.is_global_zero and self._ocms_recorder is None:
             # Lightning has restored a checkpoint (`ckpt_path`) before this hook.
-            warn_if_earlier_run(
+            self._ocms_check_earlier_run(
                 self._output_dir or trainer.default_root_dir,
                 resuming=trainer.ckpt_path is not None or trainer.global_step > 0,
                 how_to_resume="trainer.fit(..., ckpt_path=...)",
@@ -204,7 +193,7 @@ class OcmsCallback(*(module.Callback for module in _FRAMEWORKS), OcmsMixin):  # 
     ) -> None:
         if not trainer.is_global_zero:
             return
-        self._flush()  # every value of the previous step has arrived
+        self._ocms_flush()  # every value of the previous step has arrived
         step = _batches_that_stepped(trainer)
         monitored = any(isinstance(cb, _LEARNING_RATE_MONITORS) for cb in trainer.callbacks)
         if (
@@ -215,7 +204,7 @@ class OcmsCallback(*(module.Callback for module in _FRAMEWORKS), OcmsMixin):  # 
             and self._ready(trainer)
         ):
             # Read before the step, as LearningRateMonitor does: the rate this step uses.
-            self._add(step, learning_rates(trainer.optimizers[0].param_groups))
+            self._ocms_log_merged(step, learning_rates(trainer.optimizers[0].param_groups))
 
     def on_train_batch_end(
         self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
@@ -225,7 +214,7 @@ class OcmsCallback(*(module.Callback for module in _FRAMEWORKS), OcmsMixin):  # 
         step = _batches_that_stepped(trainer)
         rates = self._new_monitor_rates(trainer)
         if rates and self._ready(trainer):
-            self._add(step, rates)
+            self._ocms_log_merged(step, rates)
         # With gradient accumulation this hook runs once per micro-batch; Lightning logs
         # only after the micro-batch that stepped (global_step then moved on).
         stepped = trainer.global_step != self._seen_global_step
@@ -236,7 +225,7 @@ class OcmsCallback(*(module.Callback for module in _FRAMEWORKS), OcmsMixin):  # 
             return
         metrics = _step_value_names(self._logged_now(trainer), trainer.callback_metrics)
         metrics["epoch"] = self._fractional_epoch(trainer, batch_idx)
-        self._add(step, metrics)
+        self._ocms_log_merged(step, metrics)
 
     def _new_monitor_rates(self, trainer: Any) -> dict[str, Any]:
         """The `lr-*` values LearningRateMonitor logged since the last batch ended (at
@@ -257,7 +246,7 @@ class OcmsCallback(*(module.Callback for module in _FRAMEWORKS), OcmsMixin):  # 
             return
         metrics = self._logged_now(trainer)
         if metrics:
-            self._add(max(_batches_that_stepped(trainer) - 1, 0), metrics)
+            self._ocms_log_merged(max(_batches_that_stepped(trainer) - 1, 0), metrics)
 
     def _logged_now(self, trainer: Any) -> dict[str, Any]:
         """What Lightning's logger connector hands its loggers at this moment."""
@@ -303,9 +292,9 @@ class OcmsCallback(*(module.Callback for module in _FRAMEWORKS), OcmsMixin):  # 
             if key in self._evaluation_keys
         }
         if metrics:
-            self._add(_batches_that_stepped(trainer), metrics)
+            self._ocms_log_merged(_batches_that_stepped(trainer), metrics)
         if not keep_open:
-            self._flush()
+            self._ocms_flush()
 
     def on_validation_start(self, trainer: Any, pl_module: Any) -> None:
         self._evaluation_starts(trainer)
@@ -323,12 +312,12 @@ class OcmsCallback(*(module.Callback for module in _FRAMEWORKS), OcmsMixin):  # 
     # -- the end --------------------------------------------------------------------------
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
-        self._flush()
+        self._ocms_flush()
 
     def teardown(self, trainer: Any, pl_module: Any, stage: str) -> None:
-        self._flush()
+        self._ocms_flush()
         self._ocms_finish()
 
     def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
-        self._flush()
+        self._ocms_flush()
         self._ocms_finish()

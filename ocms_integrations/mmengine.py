@@ -21,7 +21,11 @@ from typing import Any
 
 from ocms_recorder import DEFAULT_CHART_GROUPS, ChartGroup
 
-from ocms_integrations.base import OcmsMixin, chart_groups_with, require_framework
+from ocms_integrations.base import (
+    OcmsMixin,
+    chart_groups_with,
+    require_framework,
+)
 
 require_framework("mmengine", "mmengine")
 from mmengine.dist import is_main_process  # noqa: E402
@@ -67,6 +71,7 @@ class OcmsHook(Hook, OcmsMixin):
         self.interval = interval
         self._output_dir = output_dir
         self._validation_metric_names: set[str] = set()
+        self._training = False
         self._chart_groups = (
             list(chart_groups)
             if chart_groups is not None
@@ -81,6 +86,19 @@ class OcmsHook(Hook, OcmsMixin):
     def before_run(self, runner: Any) -> None:
         if is_main_process() and self._ocms_recorder is None:
             self._init_ocms(self._output_dir or runner.work_dir, self._chart_groups)
+
+    def before_train(self, runner: Any) -> None:
+        self._training = True
+        if self._ocms_recorder is not None:
+            # The runner has loaded a checkpoint (`resume=True`) before this hook.
+            self._ocms_check_earlier_run(
+                self._output_dir or runner.work_dir,
+                resuming=runner.iter > 0,
+                how_to_resume="Runner(..., resume=True) (or resume = True in the config)",
+            )
+
+    def before_train_iter(self, runner: Any, batch_idx: int, data_batch: Any = None) -> None:
+        self._ocms_flush()  # every value of the previous iteration has arrived
 
     def after_train_iter(
         self,
@@ -98,13 +116,22 @@ class OcmsHook(Hook, OcmsMixin):
         }
         if isinstance(runner.train_loop, EpochBasedTrainLoop):
             metrics["epoch"] = runner.epoch + (batch_idx + 1) / len(runner.train_dataloader)
-        self._ocms_log(runner.iter + 1, metrics)
+        # The iteration number MMEngine prints and its LoggerHook logs scalars at.
+        self._ocms_log_merged(runner.iter + 1, metrics)
 
     def after_val_epoch(self, runner: Any, metrics: Mapping[str, Any] | None = None) -> None:
         if self._ocms_recorder is None or not metrics:
             return
         self._validation_metric_names.update(metrics)
-        self._ocms_log(runner.iter, metrics)
+        # At the iteration validation ran after: the step of that iteration's train row.
+        self._ocms_log_merged(runner.iter, metrics)
+        if not self._training:  # runner.val() on its own: no iteration follows
+            self._ocms_flush()
+
+    def after_train(self, runner: Any) -> None:
+        self._training = False
+        self._ocms_flush()
 
     def after_run(self, runner: Any) -> None:
+        self._ocms_flush()
         self._ocms_finish()

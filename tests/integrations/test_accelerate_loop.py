@@ -58,6 +58,63 @@ def training_loop(accelerator: Any) -> Iterator[tuple[int, dict[str, float]]]:
                 break
 
 
+def recording_tracker() -> Any:
+    """A real Accelerate tracker that keeps every call accelerator.log makes to trackers."""
+    from accelerate.tracking import GeneralTracker
+
+    class RecordingTracker(GeneralTracker):
+        name = "recording"
+        requires_logging_directory = False
+        main_process_only = True
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls: list[tuple[int | None, dict[str, float]]] = []
+
+        @property
+        def tracker(self) -> Any:
+            return self.calls
+
+        def store_init_configuration(self, values: dict[str, Any]) -> None:
+            pass
+
+        def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
+            self.calls.append((step, {key: float(value) for key, value in values.items()}))
+
+    return RecordingTracker()
+
+
+def test_every_value_sits_at_the_step_accelerator_log_got(
+    tmp_path: Path, recorded_run: Callable[[Path], Any]
+) -> None:
+    from accelerate import Accelerator
+    from ocms_recorder import sanitize_key
+
+    from ocms_integrations.accelerate import OcmsTracker
+
+    recording = recording_tracker()
+    accelerator = Accelerator(cpu=True, log_with=[recording, OcmsTracker(str(tmp_path))])
+    accelerator.init_trackers("tiny-regression")
+    for step, metrics in training_loop(accelerator):
+        accelerator.log(metrics, step=step)
+        if step % 10 == 0:  # an evaluation logged separately at the same step
+            accelerator.log({"eval_loss": metrics["loss"] * 2, "accuracy": 0.5}, step=step)
+    accelerator.end_training()
+
+    run = recorded_run(tmp_path / "ocms_metrics")
+    expected: dict[str, dict[int, float]] = {}
+    for step, values in recording.calls:
+        for key, value in values.items():
+            expected.setdefault(sanitize_key(key), {})[step] = value
+    assert len(recording.calls) == STEPS + STEPS // 10
+    compared = 0
+    for chart in run.charts.values():
+        for name in chart.y_axis:
+            assert chart.series(name) == pytest.approx(expected[name], rel=1e-12), name
+            compared += 1
+    assert compared == len(expected) == 7
+
+
 def test_tracker_records_accelerator_log_calls_into_metrics_dir(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recorded_run: Callable[[Path], Any]
 ) -> None:

@@ -43,6 +43,7 @@ def train_tiny_bert(
     max_steps: int = TRAIN_STEPS,
     save_steps: int | None = None,
     resume_from_checkpoint: str | None = None,
+    evaluate_first: bool = False,
 ) -> Any:
     from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainingArguments
 
@@ -80,6 +81,8 @@ def train_tiny_bert(
         compute_metrics=accuracy,
         callbacks=callbacks,
     )
+    # train() starts a new log_history: keep the baseline evaluation's entry beside it.
+    trainer.baseline_log = [{**trainer.evaluate(), "step": 0}] if evaluate_first else []
     trainer.train(resume_from_checkpoint=resume_from_checkpoint)
     return trainer
 
@@ -100,11 +103,14 @@ def assert_recorded_as_log_history_shows(run: Any, log_history: list[dict[str, A
 
 
 def test_trainer_logs_are_recorded_at_their_global_steps(
-    tmp_path: Path, recorded_run: Callable[[Path], Any]
+    tmp_path: Path, recorded_run: Callable[[Path], Any], caplog: pytest.LogCaptureFixture
 ) -> None:
     from ocms_integrations.hf import OcmsCallback
 
-    trainer = train_tiny_bert(tmp_path / "run", [OcmsCallback()])
+    with caplog.at_level("WARNING", logger="ocms_recorder"):
+        trainer = train_tiny_bert(tmp_path / "run", [OcmsCallback()])
+    # The default charts leave runtimes out silently: no "not written" message.
+    assert caplog.records == []
     run = recorded_run(tmp_path / "run" / "ocms_metrics")
 
     assert set(run.charts) == {"loss", "learning_rate", "grad_norm", "epoch", "eval_score"}
@@ -226,3 +232,16 @@ def test_fresh_run_into_an_old_directory_warns_once_and_resume_does_not(
     assert "resume_from_checkpoint" in messages[0].getMessage()
     again = recorded_run(tmp_path / "ocms_metrics", frozenset({"step-regression"}))
     assert again.charts["loss"].steps()[-2:] == [5, 10]
+
+
+def test_a_baseline_evaluate_before_train_is_no_earlier_run(
+    tmp_path: Path, recorded_run: Callable[[Path], Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    from ocms_integrations.hf import OcmsCallback
+
+    with caplog.at_level("INFO", logger="ocms_integrations"):
+        trainer = train_tiny_bert(tmp_path, [OcmsCallback()], max_steps=10, evaluate_first=True)
+    assert [r for r in caplog.records if r.name == "ocms_integrations"] == []
+    run = recorded_run(tmp_path / "ocms_metrics")
+    assert run.charts["loss"].steps() == [0, 5, 10]
+    assert_recorded_as_log_history_shows(run, trainer.baseline_log + trainer.state.log_history)

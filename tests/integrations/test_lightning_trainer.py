@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import importlib
+import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -222,3 +223,29 @@ def test_fresh_fit_into_an_old_directory_warns_and_ckpt_path_resume_does_not(
     # Nothing deleted: the fresh run's steps follow the earlier ones.
     again = recorded_run(tmp_path / "ocms_metrics", frozenset({"step-regression"}))
     assert again.charts["loss"].steps() == [3, 7, 11, 15, 3, 7]
+
+
+def test_lightning_names_go_to_the_charts_a_user_expects(tmp_path: Path) -> None:
+    from ocms_recorder import OcmsRecorder
+
+    from ocms_integrations.lightning import LIGHTNING_CHART_GROUPS
+
+    names = {
+        "train_loss": 0.5, "val_loss": 0.6, "test_loss": 0.7, "train_loss_epoch": 0.55,
+        "val/loss": 0.61, "val_acc": 0.9, "val/mAP": 0.3, "test_f1": 0.8,
+        "train_acc_epoch": 0.85, "valid_accuracy": 0.88, "accuracy": 0.87,
+        "lr-SGD": 0.1, "lr-Adam/pg1": 0.01, "lr-SGD-momentum": 0.9, "epoch": 1.5,
+    }  # fmt: skip
+    recorder = OcmsRecorder(tmp_path, chart_groups=LIGHTNING_CHART_GROUPS, mirror_to_ocms=False)
+    recorder.log(step=3, metrics=names)
+    recorder.finish()
+
+    layout = json.loads((tmp_path / "metrics.json").read_text())
+    assert {chart["name"]: chart["y_axis"] for chart in layout["charts"]} == {
+        "loss": ["train_loss", "val_loss", "test_loss", "train_loss_epoch", "val_loss_2"],
+        "learning_rate": ["lr-SGD", "lr-Adam_pg1"],
+        "epoch": ["epoch"],
+        "eval_score": [
+            "val_acc", "val_mAP", "test_f1", "train_acc_epoch", "valid_accuracy", "accuracy",
+        ],
+    }  # fmt: skip
