@@ -153,7 +153,12 @@ def integration_source(name: str) -> Path:
 
 
 class _StandaloneImports(cst.CSTTransformer):
-    """`from ocms_integrations.base import X` -> `from ocms_base import X`."""
+    """`from ocms_integrations.base import X` -> `from ocms_base import X`; `needs` collects
+    the ocms_integrations modules imported, which must be copied too."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.needs: list[str] = []
 
     def leave_ImportFrom(
         self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom
@@ -163,17 +168,20 @@ class _StandaloneImports(cst.CSTTransformer):
             return updated_node
         dotted = cst.helpers.get_full_name_for_node(module) or ""
         if dotted.startswith("ocms_integrations."):
-            name = HOOK_PREFIX + dotted.split(".", 1)[1]
-            return updated_node.with_changes(module=cst.Name(name))
+            imported = dotted.split(".", 1)[1]
+            self.needs.append(imported)
+            return updated_node.with_changes(module=cst.Name(HOOK_PREFIX + imported))
         return updated_node
 
 
-def standalone_hook(name: str) -> bytes:
-    """An `ocms_integrations` module as a file that imports only the copied files."""
+def standalone_hook(name: str) -> tuple[bytes, list[str]]:
+    """An `ocms_integrations` module as a file that imports only the copied files, and the
+    ocms_integrations modules it imports (to be copied with it)."""
     source = integration_source(name)
-    module = cst.parse_module(source.read_bytes()).visit(_StandaloneImports())
+    imports = _StandaloneImports()
+    module = cst.parse_module(source.read_bytes()).visit(imports)
     header = f"# Copied by `{MARK}` from ocms_integrations/{name}.py; imports rewritten.\n"
-    return header.encode() + module.bytes
+    return header.encode() + module.bytes, imports.needs
 
 
 def copied_files(framework: str | None, chart_groups: str) -> list[tuple[str, bytes, Path | None]]:
@@ -186,10 +194,17 @@ def copied_files(framework: str | None, chart_groups: str) -> list[tuple[str, by
     if framework == "mmengine":
         hook = MMENGINE_HOOK_MODULE
     if hook is not None:
-        for name in ("base", hook):  # shown as copies: they are the packaged hooks
-            files.append(
-                (HOOK_PREFIX + name + ".py", standalone_hook(name), integration_source(name))
-            )
+        # The hook and every ocms_integrations module it needs, shown as copies: they are
+        # the packaged hooks.
+        wanted, copied = [hook], set()
+        while wanted:
+            name = wanted.pop()
+            if name in copied:
+                continue
+            copied.add(name)
+            content, needs = standalone_hook(name)
+            files.append((HOOK_PREFIX + name + ".py", content, integration_source(name)))
+            wanted.extend(needs)
     else:
         loop = LOOP_TEMPLATE.format(mark=MARK, chart_groups=chart_groups)
         files.append((LOOP_MODULE + ".py", loop.encode(), None))
