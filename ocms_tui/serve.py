@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from ocms_tui.model import directory_problem
 from ocms_tui.report import ExitCode
 
 DEFAULT_HOST = "127.0.0.1"
@@ -99,9 +100,9 @@ def serve_dashboard(
     if not 1 <= port <= 65535:
         # Port 0 would bind a random port while the printed URL and the page said 0.
         return _fail(f"--port must be between 1 and 65535, got {port}")
-    missing = [path for path in paths if not path.exists()]
-    if missing:
-        return _fail(f"{missing[0]}: no such directory")
+    unreadable = [problem for path in paths if (problem := directory_problem(Path(path)))]
+    if unreadable:
+        return _fail(unreadable[0].message)
 
     bind_error = _bind_error(host, port)
     if bind_error is not None:

@@ -50,7 +50,8 @@ def self_test_metrics(step: int) -> dict[str, float]:
 def run_verify(output_dir: str | None, require_ocms: bool) -> int:
     """Print one line per result and return the exit code (0 all good, 1 otherwise).
 
-    An empty `output_dir` means no output directory, as in the guide: the self-test.
+    An empty `output_dir` means no output directory: the self-test. (The command line
+    refuses `--output-dir ''`: an unset $OUTPUT_DIR must not pass as a self-test.)
     """
     ocms_ok = _report_ocms(require_ocms)
     files_ok = _check_run(output_dir) if output_dir else _self_test()

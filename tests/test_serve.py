@@ -187,7 +187,7 @@ def test_port_out_of_range_and_missing_directory_are_usage_errors(
     assert serve_dashboard([tmp_path], port=0) == 2
     assert "--port must be between 1 and 65535, got 0" in capsys.readouterr().err
     assert serve_dashboard([tmp_path / "absent"], port=free_loopback_port()) == 2
-    assert f"{tmp_path / 'absent'}: no such directory" in capsys.readouterr().err
+    assert f"the directory {tmp_path / 'absent'} does not exist" in capsys.readouterr().err
 
 
 def test_port_in_use_is_a_usage_error_without_traceback(tmp_path: Path) -> None:
