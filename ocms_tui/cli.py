@@ -18,6 +18,7 @@ from ocms_recorder import METRICS_JSON, resolve_metrics_dir
 from ocms_tui import __version__
 from ocms_tui.model import directory_problem
 from ocms_tui.report import FORMATS, ExitCode, printable
+from ocms_tui.serve import DEFAULT_HOST, DEFAULT_MAX_SESSIONS, DEFAULT_PORT
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -42,6 +43,16 @@ def _path(text: str) -> Path:
     if "\0" in text:
         raise argparse.ArgumentTypeError(f"{text!r}: a path cannot contain a NUL character")
     return Path(text)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def _seconds(text: str) -> float:
@@ -87,10 +98,18 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="serve the dashboard to a browser (textual-serve), on 127.0.0.1 unless --host",
     )
-    parser.add_argument("--port", type=int, default=8000, metavar="N", help="--serve port")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, metavar="N", help="--serve port")
+    parser.add_argument(
+        "--max-sessions",
+        type=_positive,
+        default=DEFAULT_MAX_SESSIONS,
+        metavar="N",
+        help=f"--serve: browser sessions at once, each a dashboard process (default "
+        f"{DEFAULT_MAX_SESSIONS}); more get HTTP 503",
+    )
     parser.add_argument(
         "--host",
-        default="127.0.0.1",
+        default=DEFAULT_HOST,
         metavar="ADDR",
         help="--serve address (default 127.0.0.1; any other is reachable from the network)",
     )
@@ -153,7 +172,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if options.serve:
         from ocms_tui.serve import serve_dashboard
 
-        return serve_dashboard(paths, host=options.host, port=options.port, poll=options.poll)
+        return serve_dashboard(
+            paths,
+            host=options.host,
+            port=options.port,
+            poll=options.poll,
+            max_sessions=options.max_sessions,
+        )
     if options.snapshot is not None:
         return _snapshot(paths, options.snapshot, options.size)
     from ocms_tui.app import run_dashboard
