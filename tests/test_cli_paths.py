@@ -30,7 +30,11 @@ def run_cli(
         text=True,
         timeout=120,
         cwd=cwd,
-        env={**os.environ, "PYTHONPATH": python_path()},
+        # Without $METRICS, which would win over the paths given here.
+        env={
+            **{k: v for k, v in os.environ.items() if k != "METRICS"},
+            "PYTHONPATH": python_path(),
+        },
     )
     assert "Traceback" not in finished.stdout + finished.stderr, finished.stderr
     return finished
@@ -192,3 +196,12 @@ async def test_the_dashboard_says_what_is_wrong_with_a_path(tmp_path: Path, run_
         async with app.run_test(size=(200, 30)) as pilot:
             await wait_for(pilot, lambda app=app, words=words: words in screen_text(app))
             assert "waiting for" not in screen_text(app)
+
+
+def test_verify_says_why_an_output_dir_cannot_be_read(tmp_path: Path, run_dir: Path) -> None:
+    long_dir = run_cli("verify", "--output-dir", str(tmp_path / LONG_NAME))
+    assert long_dir.returncode == 1
+    assert "cannot be opened: File name too long (from --output-dir)" in long_dir.stdout
+    a_file = run_cli("verify", "--output-dir", str(run_dir / "loss.csv"))
+    assert a_file.returncode == 1
+    assert "does not exist (a part of its path is a file) (from --output-dir)" in a_file.stdout
