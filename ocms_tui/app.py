@@ -309,7 +309,9 @@ class OcmsApp(App[int]):
                 return safe_text(f"loading {label} …")
             return safe_text(f"the selected runs under {label} have no charts yet …")
         model = state.runs[0].model
-        if not model.exists and state.reads > 0:
+        if model.missing is not None and state.reads > 0:
+            if not model.missing.may_appear:  # waiting would not help: say what is wrong
+                return safe_text(model.missing.message)
             return _lines(f"waiting for {label} …", "(it does not exist yet)")
         if state.loading:
             return safe_text(f"loading {label} …")

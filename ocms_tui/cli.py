@@ -8,14 +8,18 @@ Textual is imported only by the commands that open or render the dashboard, so t
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ocms_recorder import resolve_metrics_dir
+from ocms_recorder import METRICS_JSON, resolve_metrics_dir
 
 from ocms_tui import __version__
-from ocms_tui.report import FORMATS, ExitCode
+from ocms_tui.model import directory_problem
+from ocms_tui.report import FORMATS, ExitCode, printable
+from ocms_tui.serve import DEFAULT_HOST, DEFAULT_MAX_SESSIONS, DEFAULT_PORT
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -28,6 +32,28 @@ def _size(text: str) -> tuple[int, int]:
     if not (20 <= width <= 1000 and 10 <= height <= 500):
         raise argparse.ArgumentTypeError(f"{text!r}: size must be within 20x10 .. 1000x500")
     return width, height
+
+
+def _path(text: str) -> Path:
+    """A path argument; an empty one is a usage error (Path("") would mean the current
+    directory, which nobody typing '' asked for)."""
+    if not text:
+        raise argparse.ArgumentTypeError(
+            "an empty path is not allowed (it would mean the current directory)"
+        )
+    if "\0" in text:
+        raise argparse.ArgumentTypeError(f"{text!r}: a path cannot contain a NUL character")
+    return Path(text)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def _seconds(text: str) -> float:
@@ -62,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
         "paths",
         nargs="*",
         metavar="DIR",
-        type=Path,
+        type=_path,
         help="ocms metrics directories, or parents searched for them (several runs)",
     )
     parser.add_argument("--version", action="version", version=f"ocms-tui {__version__}")
@@ -70,17 +96,25 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--check", action="store_true", help="check DIR once, print problems, exit")
     mode.add_argument("--demo", action="store_true", help="open the dashboard on a simulated run")
     mode.add_argument(
-        "--snapshot", metavar="OUT.svg", type=Path, help="render the dashboard once to an SVG"
+        "--snapshot", metavar="OUT.svg", type=_path, help="render the dashboard once to an SVG"
     )
     mode.add_argument(
         "--serve",
         action="store_true",
         help="serve the dashboard to a browser (textual-serve), on 127.0.0.1 unless --host",
     )
-    parser.add_argument("--port", type=int, default=8000, metavar="N", help="--serve port")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, metavar="N", help="--serve port")
+    parser.add_argument(
+        "--max-sessions",
+        type=_positive,
+        default=DEFAULT_MAX_SESSIONS,
+        metavar="N",
+        help=f"--serve: browser sessions at once, each a dashboard process (default "
+        f"{DEFAULT_MAX_SESSIONS}); more get HTTP 503",
+    )
     parser.add_argument(
         "--host",
-        default="127.0.0.1",
+        default=DEFAULT_HOST,
         metavar="ADDR",
         help="--serve address (default 127.0.0.1; any other is reachable from the network)",
     )
@@ -110,7 +144,9 @@ def build_verify_parser() -> argparse.ArgumentParser:
             "With it: check that run's metric files ($METRICS or DIR/ocms_metrics)."
         ),
     )
-    parser.add_argument("--output-dir", metavar="DIR", help="a training run's output directory")
+    parser.add_argument(
+        "--output-dir", metavar="DIR", type=_path, help="a training run's output directory"
+    )
     parser.add_argument(
         "--require-ocms",
         action="store_true",
@@ -163,7 +199,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ocms_tui.verify import run_verify
 
         options = build_verify_parser().parse_args(arguments[1:])
-        return run_verify(options.output_dir, options.require_ocms)
+        output_dir = None if options.output_dir is None else str(options.output_dir)
+        return run_verify(output_dir, options.require_ocms)
     if arguments[:1] == ["scan"]:
         options = build_scan_parser().parse_args(arguments[1:])
         return _scan(options.project, options.format)
@@ -195,13 +232,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if options.serve:
         from ocms_tui.serve import serve_dashboard
 
-        return serve_dashboard(paths, host=options.host, port=options.port, poll=options.poll)
+        return serve_dashboard(
+            paths,
+            host=options.host,
+            port=options.port,
+            poll=options.poll,
+            max_sessions=options.max_sessions,
+        )
     if options.snapshot is not None:
-        from ocms_tui.app import save_snapshot
-
-        save_snapshot(paths, options.snapshot, size=options.size)
-        print(f"wrote {options.snapshot}")
-        return ExitCode.OK
+        return _snapshot(paths, options.snapshot, options.size)
     from ocms_tui.app import run_dashboard
 
     return run_dashboard(paths, poll=options.poll)  # runs under parents are found there
@@ -230,6 +269,53 @@ def _scan(project: Path, output_format: str) -> int:
     sys.stdout.write(encodable(text, sys.stdout))
     sys.stdout.flush()
     return ExitCode.OK if result.found else ExitCode.PROBLEMS
+
+
+def _fail(message: str) -> int:
+    print(f"ocms-tui: error: {printable(message)}", file=sys.stderr)
+    return ExitCode.USAGE
+
+
+def _output_problem(out_path: Path) -> str | None:
+    """Why an SVG cannot be written at `out_path` (checked before rendering), or None."""
+    try:
+        if stat.S_ISDIR(os.stat(out_path).st_mode):
+            return f"{out_path} is a directory; name a file like {out_path / 'dashboard.svg'}"
+    except FileNotFoundError:
+        pass
+    except OSError as error:
+        return f"{out_path} cannot be written: {error.strerror or error}"
+    problem = directory_problem(out_path.parent)
+    return None if problem is None else f"{out_path} cannot be written: {problem.message}"
+
+
+def _snapshot(paths: list[Path], out_path: Path, size: tuple[int, int]) -> int:
+    """Render once to an SVG; a usage error when there is nothing to render or nowhere to
+    write it, both checked before the dashboard starts."""
+    from ocms_tui.runs import discover_runs
+
+    output_problem = _output_problem(out_path)
+    if output_problem is not None:
+        return _fail(f"--snapshot: {output_problem}")
+    nothing_there = []
+    for run in discover_runs(paths):
+        problem = directory_problem(run.directory)
+        if problem is None and os.path.lexists(run.directory / METRICS_JSON):
+            break  # a run to show (its problems, if any, are part of the picture)
+        nothing_there.append(
+            problem.message if problem else f"no {METRICS_JSON} in {run.directory}"
+        )
+    else:
+        return _fail("nothing to snapshot: " + "; ".join(nothing_there))
+
+    from ocms_tui.app import save_snapshot
+
+    try:
+        save_snapshot(paths, out_path, size=size)
+    except OSError as error:
+        return _fail(f"--snapshot: cannot write {out_path}: {error.strerror or error}")
+    print(f"wrote {printable(str(out_path))}")
+    return ExitCode.OK
 
 
 def _check(paths: list[Path], output_format: str, strict: bool) -> int:

@@ -30,17 +30,22 @@ _TOKEN = re.compile(
 class _Container:
     """An open object or array on the scan's stack."""
 
-    __slots__ = ("expect_key", "index", "is_object", "key", "path")
+    __slots__ = ("expect_key", "index", "is_object", "key", "path", "start")
 
-    def __init__(self, is_object: bool, path: JsonPath) -> None:
+    def __init__(self, is_object: bool, path: JsonPath, start: int) -> None:
         self.is_object = is_object
         self.path = path
+        self.start = start  # index of its opening bracket in the text
         self.key: str | None = None
         self.index = 0
         self.expect_key = is_object
 
     def child_path(self) -> JsonPath:
         return (*self.path, self.key if self.is_object else self.index)  # type: ignore[misc]
+
+
+# Skips a value the caller does not want in C: a 4 MB file then costs what json.loads does.
+_SKIPPER = json.JSONDecoder()
 
 
 def tokens(text: str) -> Iterator[tuple[str, str, int]]:
@@ -65,29 +70,53 @@ def value_lines(
 ) -> dict[JsonPath, int]:
     """The line where each value whose path `keep` accepts begins (`()` is the document).
 
-    A duplicated key keeps its last line, as `json.loads` keeps its last value.
+    `keep` must refuse every path below one it refuses, and within an array every index
+    after the first it refuses: such values are skipped unscanned. A duplicated key keeps
+    its last line, as `json.loads` keeps its last value.
     """
     lines: dict[JsonPath, int] = {}
     stack: list[_Container] = []
+    line = 1
+    position = 0
 
-    def record_value_start(line: int) -> JsonPath:
-        path: JsonPath = stack[-1].child_path() if stack else ()
-        if keep(path):
-            lines[path] = line
-        return path
+    def skip_value(start: int) -> int:
+        """The index after the JSON value at `start` (the line count follows it)."""
+        nonlocal line
+        try:
+            end = _SKIPPER.raw_decode(text, start)[1]
+        except (ValueError, RecursionError):
+            end = len(text)
+        line += text.count("\n", position, end)
+        return end
 
-    for kind, token, line in tokens(text):
+    while position < len(text):
+        match = _TOKEN.match(text, position)
+        if match is None:
+            return lines  # not JSON from here on
+        kind, token = match.lastgroup, match.group()
         top = stack[-1] if stack else None
-        if kind == "string" and top is not None and top.is_object and top.expect_key:
+        if kind == "space":
+            line += token.count("\n")
+        elif kind == "string" and top is not None and top.is_object and top.expect_key:
             try:
                 top.key = json.loads(token)
             except ValueError:
                 return lines
             top.expect_key = False
-        elif kind in ("string", "scalar"):
-            record_value_start(line)
-        elif token in "{[":
-            stack.append(_Container(token == "{", record_value_start(line)))
+        elif kind in ("string", "scalar") or token in "{[":
+            path: JsonPath = top.child_path() if top is not None else ()
+            if keep(path):
+                lines[path] = line
+                if token in "{[":
+                    stack.append(_Container(token == "{", path, position))
+            elif top is not None and not top.is_object:
+                # No later element is wanted either: skip to the end of the array.
+                position = skip_value(top.start)
+                stack.pop()
+                continue
+            elif token in "{[":
+                position = skip_value(position)
+                continue
         elif token in "}]":
             if not stack:
                 return lines
@@ -97,4 +126,5 @@ def value_lines(
                 top.expect_key = True
             else:
                 top.index += 1
+        position = match.end()
     return lines

@@ -27,6 +27,51 @@ __all__ = ["Change", "ChartData", "RunModel", "SeriesStats"]
 
 
 @dataclass(frozen=True)
+class DirectoryProblem:
+    message: str  # what is wrong and what to pass instead
+    may_appear: bool  # the directory just does not exist yet (a run may still create it)
+
+
+def directory_problem(directory: Path) -> DirectoryProblem | None:
+    """None when `directory` is a directory; otherwise why it cannot be read as one, said
+    so that the user knows what to pass instead. Never raises (a 300-character name, a
+    parent without permission, a file in the path)."""
+    try:
+        mode = os.stat(directory).st_mode
+    except FileNotFoundError:
+        return DirectoryProblem(f"the directory {directory} does not exist", may_appear=True)
+    except NotADirectoryError:
+        return DirectoryProblem(
+            f"the directory {directory} does not exist (a part of its path is a file)",
+            may_appear=False,
+        )
+    except (OSError, ValueError) as error:  # ValueError: a NUL byte in the name
+        reason = error.strerror if isinstance(error, OSError) else None
+        return DirectoryProblem(
+            f"the directory {directory} cannot be opened: {reason or error}", may_appear=False
+        )
+    if stat.S_ISDIR(mode):
+        if not os.access(directory, os.R_OK | os.X_OK):
+            return DirectoryProblem(
+                f"the directory {directory} cannot be read: Permission denied (it needs read "
+                "and search permission for this user)",
+                may_appear=False,
+            )
+        return None
+    if stat.S_ISREG(mode):
+        parent = os.path.dirname(os.path.abspath(directory))
+        return DirectoryProblem(
+            f"{directory} is a file, not a directory: pass the metrics directory that holds "
+            f"{METRICS_JSON} and the chart CSVs (for a file of a run, that is {parent})",
+            may_appear=False,
+        )
+    return DirectoryProblem(
+        f"{directory} is not a directory: pass the metrics directory that holds {METRICS_JSON}",
+        may_appear=False,
+    )
+
+
+@dataclass(frozen=True)
 class Change:
     structure: bool = False  # charts added, removed, renamed or given other series
     charts: frozenset[str] = frozenset()  # charts whose rows changed
@@ -173,6 +218,8 @@ class RunModel:
         self.charts: tuple[ChartData, ...] = ()
         self.problems: tuple[Problem, ...] = ()
         self.exists = False
+        self.missing: DirectoryProblem | None = None
+        """Why the directory cannot be read (None while it can)."""
         self.has_metrics_json = False
         self.last_write: float | None = None
         self.loading = True  # until a refresh has read everything there was
@@ -214,7 +261,8 @@ class RunModel:
         back last time). None: look at every chart.
         """
         now = time.monotonic() if now is None else now
-        self.exists = self.directory.is_dir()
+        self.missing = directory_problem(self.directory)
+        self.exists = self.missing is None
         structure = self._refresh_schema() if self.exists else self._forget_schema()
         changed: set[str] = set()
         more = held = False
@@ -305,10 +353,8 @@ class RunModel:
         return structure
 
     def _collect_problems(self) -> list[Problem]:
-        if not self.exists:
-            return [
-                Problem(Rule.MISSING_DIR, ".", f"the directory {self.directory} does not exist")
-            ]
+        if self.missing is not None:
+            return [Problem(Rule.MISSING_DIR, ".", self.missing.message)]
         problems = list(self._schema_problems)
         if not self.has_metrics_json and not problems:
             problems.append(

@@ -114,7 +114,11 @@ def find_metric_directories(
 
 def _expand(path: Path) -> list[Path]:
     """A run directory itself, or every run below a parent directory."""
-    if (path / METRICS_JSON).exists() or not path.is_dir():
+    try:
+        is_run = os.path.lexists(path / METRICS_JSON) or not path.is_dir()
+    except (OSError, ValueError):  # a name too long, a parent without permission
+        is_run = True  # the model says what is wrong with it
+    if is_run:
         return [path]  # a run, or one that has not started yet: followed as it is
     return find_metric_directories(path) or [path]
 

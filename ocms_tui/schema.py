@@ -42,9 +42,13 @@ def _reject_constant(literal: str) -> None:
 
 
 def _wanted_line(path: JsonPath) -> bool:
-    """Only the paths a schema problem can point at: at most charts[i].y_axis[j] deep,
-    and only the charts that are read plus the first one past the limit."""
-    return len(path) <= 4 and (len(path) < 2 or (type(path[1]) is int and path[1] <= MAX_CHARTS))
+    """Only the paths a schema problem can point at: "version", and "charts" down to
+    charts[i].y_axis[j] for the charts that are read plus the first one past the limit."""
+    if not path:
+        return True
+    if path[0] not in ("version", "charts") or len(path) > 4:
+        return False
+    return len(path) < 2 or (type(path[1]) is int and path[1] <= MAX_CHARTS)
 
 
 @dataclass(frozen=True)

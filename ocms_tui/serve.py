@@ -20,10 +20,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from ocms_tui.model import directory_problem
 from ocms_tui.report import ExitCode
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
+# Each session is a dashboard process: a handful serves a team, and a page that opens
+# websockets in a loop cannot fork the machine to death.
+DEFAULT_MAX_SESSIONS = 4
+# The terminal size a browser asks for, in cells, is clamped to this: a dashboard asked for
+# 100000x100000 would allocate and draw a screen of gigabytes.
+MIN_TERMINAL_SIZE = (20, 10)
+MAX_TERMINAL_SIZE = (500, 200)
+FALLBACK_TERMINAL_SIZE = (80, 24)  # textual-serve's own default, for sizes that are no number
 INSTALL_HINT = "pip install 'ocms-tui[serve]'"
 
 # Why a bind failed, in words a user can act on; anything else is reported as-is.
@@ -56,6 +65,46 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def allowed_origins(host: str, port: int) -> frozenset[str]:
+    """The page origins whose websockets are served: the printed URL's, and on a loopback
+    bind the other names of loopback (an SSH tunnel is opened as localhost or 127.0.0.1).
+
+    Any other page in the user's browser (another site, a DNS-rebinding one) sends its own
+    Origin and is refused: it could otherwise read the dashboard and type into it.
+    """
+    origins = {browser_url(host, port)}
+    if is_loopback(host):
+        origins |= {f"http://{name}:{port}" for name in ("localhost", "127.0.0.1", "[::1]")}
+    return frozenset(origin.lower() for origin in origins)
+
+
+def clamp_terminal_size(width: object, height: object) -> tuple[int, int]:
+    """A size a browser asked for, as a size a dashboard may be given."""
+    size = []
+    for value, fallback, low, high in zip(
+        (width, height), FALLBACK_TERMINAL_SIZE, MIN_TERMINAL_SIZE, MAX_TERMINAL_SIZE, strict=True
+    ):
+        try:
+            cells = int(str(value), 10)
+        except ValueError:
+            cells = fallback
+        size.append(min(max(cells, low), high))
+    return size[0], size[1]
+
+
+class _ClampedResize:
+    """textual-serve's AppService, but every resize from the browser is clamped."""
+
+    def __init__(self, service: Any) -> None:
+        self._service = service
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._service, name)
+
+    async def set_terminal_size(self, width: object, height: object) -> None:
+        await self._service.set_terminal_size(*clamp_terminal_size(width, height))
+
+
 def browser_url(host: str, port: int) -> str:
     """The address a browser uses: a wildcard bind is reached through this machine's name."""
     if host in ("", "0.0.0.0", "::"):
@@ -85,29 +134,37 @@ def serve_dashboard(
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
     poll: float | None = None,
+    max_sessions: int = DEFAULT_MAX_SESSIONS,
 ) -> int:
     """Serve the dashboard on `paths` at http://host:port until interrupted.
+
+    Websockets from other pages' origins are refused (403), sessions beyond `max_sessions`
+    get 503, and the terminal size a browser asks for is clamped.
 
     Returns an ExitCode: OK after Ctrl+C or SIGTERM, USAGE when textual-serve is missing,
     the port is out of range, a directory does not exist, or the address cannot be bound
     (port in use, not this machine's address, no permission).
     """
     try:
+        from aiohttp import web
         from textual_serve.server import Server
     except ImportError:
         return _fail(f"--serve needs textual-serve: {INSTALL_HINT}")
+    if max_sessions < 1:
+        return _fail(f"--max-sessions must be at least 1, got {max_sessions}")
     if not 1 <= port <= 65535:
         # Port 0 would bind a random port while the printed URL and the page said 0.
         return _fail(f"--port must be between 1 and 65535, got {port}")
-    missing = [path for path in paths if not path.exists()]
-    if missing:
-        return _fail(f"{missing[0]}: no such directory")
+    unreadable = [problem for path in paths if (problem := directory_problem(Path(path)))]
+    if unreadable:
+        return _fail(unreadable[0].message)
 
     bind_error = _bind_error(host, port)
     if bind_error is not None:
         return _fail(bind_error)
 
     open_sessions: set[asyncio.Task[Any]] = set()
+    origins = allowed_origins(host, port)
 
     class DashboardServer(Server):
         async def on_startup(self, app: object) -> None:
@@ -115,6 +172,27 @@ def serve_dashboard(
             print(startup_message(host, port), flush=True)
 
         async def handle_websocket(self, request: Any) -> Any:
+            origin = request.headers.get("Origin", "").lower()
+            if origin not in origins:
+                return web.Response(
+                    status=403,
+                    text=f"websocket refused: origin {origin or '(none)'} is not this dashboard's "
+                    f"page; open {browser_url(host, port)}\n",
+                )
+            # No await between this check and add(): sessions cannot race past the cap.
+            if len(open_sessions) >= max_sessions:
+                return web.Response(
+                    status=503,
+                    text=f"all {max_sessions} dashboard sessions are in use; close one "
+                    "(or restart with a higher --max-sessions)\n",
+                )
+            width, height = clamp_terminal_size(
+                request.query.get("width", FALLBACK_TERMINAL_SIZE[0]),
+                request.query.get("height", FALLBACK_TERMINAL_SIZE[1]),
+            )
+            request = request.clone(
+                rel_url=request.rel_url.update_query(width=width, height=height)
+            )
             session = asyncio.current_task()
             if session is not None:
                 open_sessions.add(session)
@@ -122,6 +200,10 @@ def serve_dashboard(
                 return await super().handle_websocket(request)
             finally:
                 open_sessions.discard(session)  # type: ignore[arg-type]
+
+        async def _process_messages(self, websocket: Any, app_service: Any) -> None:
+            # textual-serve's message loop, with each "resize" clamped like the first size.
+            await super()._process_messages(websocket, _ClampedResize(app_service))
 
         async def on_shutdown(self, app: object) -> None:
             # aiohttp would wait for open browser tabs (about 25 s) before Ctrl+C takes

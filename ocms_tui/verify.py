@@ -13,6 +13,7 @@ import math
 import os
 import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 
 from ocms_recorder import (
     METRICS_ENV,
@@ -23,7 +24,7 @@ from ocms_recorder import (
 )
 
 from ocms_tui.checker import CheckResult, check_directory
-from ocms_tui.model import RunModel
+from ocms_tui.model import RunModel, directory_problem
 from ocms_tui.report import format_text, printable
 
 OK, FAILED = 0, 1
@@ -50,7 +51,8 @@ def self_test_metrics(step: int) -> dict[str, float]:
 def run_verify(output_dir: str | None, require_ocms: bool) -> int:
     """Print one line per result and return the exit code (0 all good, 1 otherwise).
 
-    An empty `output_dir` means no output directory, as in the guide: the self-test.
+    An empty `output_dir` means no output directory: the self-test. (The command line
+    refuses `--output-dir ''`: an unset $OUTPUT_DIR must not pass as a self-test.)
     """
     ocms_ok = _report_ocms(require_ocms)
     files_ok = _check_run(output_dir) if output_dir else _self_test()
@@ -154,8 +156,12 @@ def _check_run(output_dir: str) -> bool:
     metrics_dir = resolve_metrics_dir(output_dir)
     source = f"${METRICS_ENV}" if os.environ.get(METRICS_ENV) else "--output-dir"
     shown = printable(metrics_dir)
-    if not os.path.isdir(metrics_dir):
+    problem = directory_problem(Path(metrics_dir))
+    if problem is not None and problem.may_appear:
         print(f"metrics: FAILED: {shown} (from {source}) does not exist: no metrics were recorded")
+        return False
+    if problem is not None:  # a file in its path, a name too long, no permission
+        print(f"metrics: FAILED: {printable(problem.message)} (from {source})")
         return False
     result = check_directory(metrics_dir)
     _print_problems(result)

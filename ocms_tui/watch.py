@@ -299,7 +299,7 @@ class _Handler(FileSystemEventHandler):
 
 def _nearest_existing_ancestor(path: Path) -> Path:
     for ancestor in path.parents:
-        if ancestor.is_dir():
+        if os.path.isdir(ancestor):  # False, never an error, for a name too long or no access
             return ancestor
     return Path(path.anchor)
 
@@ -308,7 +308,7 @@ def filesystem_type(path: str | os.PathLike[str]) -> str | None:
     """The type (e.g. "ext4", "nfs4") of the mount holding `path` or its nearest existing
     ancestor, from /proc/self/mounts; None where that file does not exist."""
     target = Path(os.path.abspath(path))
-    while not target.exists() and target != target.parent:
+    while not os.path.exists(target) and target != target.parent:  # never raises
         target = target.parent
     target = target.resolve()
     try:

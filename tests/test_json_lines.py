@@ -68,3 +68,13 @@ def test_text_that_is_not_json_ends_the_scan_without_an_exception() -> None:
     assert value_lines("]]]}{") == {}
     assert value_lines('{"a": [1, 2') == {(): 1, ("a",): 1, ("a", 0): 1, ("a", 1): 1}
     assert value_lines("") == {}
+
+
+def test_values_keep_refuses_are_skipped_whole_and_the_lines_after_them_stay_right() -> None:
+    text = '{\n "pad": [1,\n 2,\n {"x": [3,\n 4]}],\n "list": [10,\n 11,\n 12,\n 13],\n "v": 5\n}'
+    wanted = value_lines(
+        text,
+        keep=lambda path: path[:1] != ("pad",) and (len(path) < 2 or path[1] < 2),
+    )
+    # "pad" is skipped unscanned, "list" stops after index 1; "v" keeps its own line.
+    assert wanted == {(): 1, ("list",): 6, ("list", 0): 6, ("list", 1): 7, ("v",): 10}

@@ -7,6 +7,7 @@ dashboard children at the end; every wait is bounded.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shlex
@@ -28,7 +29,15 @@ aiohttp = pytest.importorskip("aiohttp")
 pyte = pytest.importorskip("pyte")
 
 from ocms_tui.demo import write_demo_run  # noqa: E402
-from ocms_tui.serve import dashboard_command, serve_dashboard, startup_message  # noqa: E402
+from ocms_tui.serve import (  # noqa: E402
+    MAX_TERMINAL_SIZE,
+    MIN_TERMINAL_SIZE,
+    allowed_origins,
+    clamp_terminal_size,
+    dashboard_command,
+    serve_dashboard,
+    startup_message,
+)
 
 LAST_STEP = "step 199"  # the legend line of a chart read to the demo's last step
 CHART_NAMES = ("loss", "learning_rate", "epoch", "timing", "eval_score", "grad_norm")
@@ -52,6 +61,11 @@ class Served:
     port: int
     run_directory: Path
     process: subprocess.Popen[bytes]
+
+
+def page_origin(served: Served) -> str:
+    """The Origin a browser sends from the served page."""
+    return f"http://127.0.0.1:{served.port}"
 
 
 def free_loopback_port() -> int:
@@ -192,7 +206,7 @@ def test_port_out_of_range_and_missing_directory_are_usage_errors(
     assert serve_dashboard([tmp_path], port=0) == 2
     assert "--port must be between 1 and 65535, got 0" in capsys.readouterr().err
     assert serve_dashboard([tmp_path / "absent"], port=free_loopback_port()) == 2
-    assert f"{tmp_path / 'absent'}: no such directory" in capsys.readouterr().err
+    assert f"the directory {tmp_path / 'absent'} does not exist" in capsys.readouterr().err
 
 
 def test_port_in_use_is_a_usage_error_without_traceback(tmp_path: Path) -> None:
@@ -236,7 +250,9 @@ async def test_websocket_session_renders_every_chart(served: Served) -> None:
     deadline = time.monotonic() + SCREEN_SECONDS
     async with (
         aiohttp.ClientSession() as session,
-        session.ws_connect(url, timeout=aiohttp.ClientWSTimeout(ws_close=5)) as websocket,
+        session.ws_connect(
+            url, origin=page_origin(served), timeout=aiohttp.ClientWSTimeout(ws_close=5)
+        ) as websocket,
     ):
         await websocket.send_json(["resize", {"width": columns, "height": rows}])
         while time.monotonic() < deadline:
@@ -266,7 +282,10 @@ async def test_sigterm_with_a_browser_connected_stops_promptly_with_its_dashboar
 ) -> None:
     group = served.process.pid
     url = f"ws://127.0.0.1:{served.port}/ws?width=100&height=30"
-    async with aiohttp.ClientSession() as session, session.ws_connect(url) as websocket:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.ws_connect(url, origin=page_origin(served)) as websocket,
+    ):
         first = await websocket.receive(timeout=SCREEN_SECONDS)
         assert first.type == aiohttp.WSMsgType.BINARY  # a dashboard is drawing
         dashboards = [pid for pid in live_processes_in_group(group) if pid != group]
@@ -401,3 +420,204 @@ async def test_chromium_shows_every_chart_name(served: Served, chromium_page: De
         "has textual-serve's page changed? (see CATCH_TERMINAL_JS)"
     )
     assert_shows_every_chart(screen_text)
+
+
+# -- who may connect, how many, how big -----------------------------------------------------
+
+
+@contextlib.contextmanager
+def serve_cli(tmp_path: Path, *options: str) -> Iterator[Served]:
+    """`ocms-tui --serve` as a user types it (no --host), on a small run and a free port."""
+    run_directory = tmp_path / "run"
+    write_demo_run(run_directory, steps=30, seed=0)
+    port = free_loopback_port()
+    with (tmp_path / "serve-cli.log").open("wb") as log:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "ocms_tui",
+                "--serve",
+                "--port",
+                str(port),
+                *options,
+                str(run_directory),
+            ],
+            cwd=tmp_path,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        wait_for_http(f"http://127.0.0.1:{port}/", process)
+        yield Served(f"http://127.0.0.1:{port}/", port, run_directory, process)
+    finally:
+        stop_process_group(process)
+
+
+def listening_addresses(port: int) -> set[str]:
+    """The local addresses with a listening TCP socket on `port`, from /proc/net/tcp{,6}."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            local, state = line.split()[1], line.split()[3]
+            address, local_port = local.rsplit(":", 1)
+            if state == "0A" and int(local_port, 16) == port:  # 0A: LISTEN
+                raw = bytes.fromhex(address)
+                # /proc writes each 32-bit word in host (little-endian) order.
+                words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+                family = socket.AF_INET if len(raw) == 4 else socket.AF_INET6
+                found.add(socket.inet_ntop(family, words))
+    return found
+
+
+async def first_frame(served: Served, origin: str | None, query: str = "") -> bytes:
+    """Connect as a browser on `origin` would and return the first bytes a dashboard draws."""
+    url = f"ws://127.0.0.1:{served.port}/ws{query}"
+    async with (
+        aiohttp.ClientSession() as session,
+        session.ws_connect(url, origin=origin) as websocket,
+    ):
+        message = await websocket.receive(timeout=SCREEN_SECONDS)
+        assert message.type == aiohttp.WSMsgType.BINARY, message
+        return bytes(message.data)
+
+
+async def refusal(served: Served, origin: str | None) -> tuple[int, str]:
+    """The HTTP status and body with which the server refuses a websocket."""
+    url = f"ws://127.0.0.1:{served.port}/ws"
+    headers = {"Origin": origin} if origin else {}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(
+            url,
+            headers={
+                **headers,
+                "Connection": "Upgrade",
+                "Upgrade": "websocket",
+                "Sec-WebSocket-Version": "13",
+                "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+            },
+        ) as response,
+    ):
+        return response.status, await response.text()
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads sockets from /proc")
+async def test_default_bind_is_loopback_and_foreign_origins_are_refused(tmp_path: Path) -> None:
+    with serve_cli(tmp_path) as served:
+        assert listening_addresses(served.port) == {"127.0.0.1"}
+        # Another site in the user's browser, a DNS-rebinding page, or no browser page at all.
+        for origin in (
+            "http://evil.example",
+            f"http://evil.example:{served.port}",
+            "null",
+            f"https://127.0.0.1:{served.port}",
+            None,
+        ):
+            status, body = await refusal(served, origin)
+            assert status == 403, origin
+            assert "is not this dashboard's page" in body
+        with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+            await first_frame(served, "http://evil.example")
+        assert refused.value.status == 403
+        # The served page, also opened as localhost through an SSH tunnel.
+        assert await first_frame(served, f"http://127.0.0.1:{served.port}")
+        assert await first_frame(served, f"http://localhost:{served.port}")
+
+
+async def test_sessions_beyond_max_sessions_get_503(tmp_path: Path) -> None:
+    with serve_cli(tmp_path, "--max-sessions", "2") as served:
+        origin = page_origin(served)
+        url = f"ws://127.0.0.1:{served.port}/ws"
+        async with aiohttp.ClientSession() as session:
+            first = await session.ws_connect(url, origin=origin)
+            second = await session.ws_connect(url, origin=origin)
+            for websocket in (first, second):
+                assert (await websocket.receive(timeout=SCREEN_SECONDS)).type == (
+                    aiohttp.WSMsgType.BINARY
+                )
+            status, body = await refusal(served, origin)
+            assert status == 503
+            assert "all 2 dashboard sessions are in use" in body
+            await first.close()
+            # The closed session's slot is free again once the server has seen the close.
+            deadline = time.monotonic() + 15
+            while (await refusal(served, origin))[0] == 503:
+                assert time.monotonic() < deadline, "a closed session kept its slot"
+                await asyncio.sleep(0.2)
+            await second.close()
+
+
+def dashboard_environments(group: int) -> list[dict[str, str]]:
+    """The environment of each dashboard process the server started."""
+    found = []
+    for pid in live_processes_in_group(group):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if b"ocms_tui" not in command or b"--serve" in command:
+                continue
+            pairs = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        found.append(dict(p.decode().split("=", 1) for p in pairs if b"=" in p))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")
+async def test_terminal_size_a_browser_asks_for_is_clamped(tmp_path: Path) -> None:
+    with serve_cli(tmp_path) as served:
+        url = f"ws://127.0.0.1:{served.port}/ws?width=100000&height=-5"
+        columns, rows = 700, 300  # bigger than the clamp, to see where drawing stops
+        screen = pyte.Screen(columns, rows)
+        stream = pyte.ByteStream(screen)
+        async with (
+            aiohttp.ClientSession() as session,
+            session.ws_connect(url, origin=page_origin(served)) as websocket,
+        ):
+            stream.feed((await websocket.receive(timeout=SCREEN_SECONDS)).data)
+            environments = dashboard_environments(served.process.pid)
+            assert [(e["COLUMNS"], e["ROWS"]) for e in environments] == [("500", "10")]
+            await websocket.send_json(["resize", {"width": 10**9, "height": "99999"}])
+            deadline = time.monotonic() + SCREEN_SECONDS
+            while time.monotonic() < deadline:
+                try:
+                    message = await websocket.receive(timeout=2)
+                except asyncio.TimeoutError:
+                    if drawn_extent(screen)[1] >= 190:
+                        break
+                    continue
+                if message.type == aiohttp.WSMsgType.BINARY:
+                    stream.feed(message.data)
+        width, height = drawn_extent(screen)
+        # Drawn up to the clamp (500x200: the last rows are the footer), never past it.
+        assert width == 499 and 190 <= height <= 199, (width, height)
+
+
+def drawn_extent(screen: pyte.Screen) -> tuple[int, int]:
+    """The last column and row with anything drawn."""
+    last_column = last_row = -1
+    for row, line in enumerate(screen.display):
+        text = line.rstrip()
+        if text:
+            last_row = row
+            last_column = max(last_column, len(text) - 1)
+    return last_column, last_row
+
+
+def test_clamp_and_origin_rules() -> None:
+    assert clamp_terminal_size("100", "30") == (100, 30)
+    assert clamp_terminal_size(10**9, -1) == (MAX_TERMINAL_SIZE[0], MIN_TERMINAL_SIZE[1])
+    assert clamp_terminal_size("abc", None) == (80, 24)  # textual-serve's own default
+    assert clamp_terminal_size(12.5, "9" * 5000) == (80, 24)  # no whole number: the default
+    assert allowed_origins("127.0.0.1", 8000) == {
+        "http://127.0.0.1:8000",
+        "http://localhost:8000",
+        "http://[::1]:8000",
+    }
+    # Off loopback only the printed URL's origin: the page is opened there.
+    assert allowed_origins("10.1.2.3", 9000) == {"http://10.1.2.3:9000"}
