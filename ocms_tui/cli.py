@@ -17,7 +17,7 @@ from pathlib import Path
 from ocms_recorder import METRICS_JSON, resolve_metrics_dir
 
 from ocms_tui import __version__
-from ocms_tui.model import directory_problem
+from ocms_tui.directories import directory_problem
 from ocms_tui.report import FORMATS, ExitCode, printable
 from ocms_tui.serve import DEFAULT_HOST, DEFAULT_MAX_SESSIONS, DEFAULT_PORT
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 from ocms_recorder import CSV_SUFFIX, METRICS_JSON
 
+from ocms_tui.directories import DirectoryProblem, directory_problem
 from ocms_tui.parse import ParsedRows
 from ocms_tui.problems import Problem, Rule
 from ocms_tui.reader import CsvFollower, FileState, resolve_inside
@@ -24,51 +25,6 @@ from ocms_tui.series import SeriesStats, SeriesStore, ShownSeries
 MAX_DIRECTORY_ENTRIES = 10_000
 
 __all__ = ["Change", "ChartData", "RunModel", "SeriesStats"]
-
-
-@dataclass(frozen=True)
-class DirectoryProblem:
-    message: str  # what is wrong and what to pass instead
-    may_appear: bool  # the directory just does not exist yet (a run may still create it)
-
-
-def directory_problem(directory: Path) -> DirectoryProblem | None:
-    """None when `directory` is a directory; otherwise why it cannot be read as one, said
-    so that the user knows what to pass instead. Never raises (a 300-character name, a
-    parent without permission, a file in the path)."""
-    try:
-        mode = os.stat(directory).st_mode
-    except FileNotFoundError:
-        return DirectoryProblem(f"the directory {directory} does not exist", may_appear=True)
-    except NotADirectoryError:
-        return DirectoryProblem(
-            f"the directory {directory} does not exist (a part of its path is a file)",
-            may_appear=False,
-        )
-    except (OSError, ValueError) as error:  # ValueError: a NUL byte in the name
-        reason = error.strerror if isinstance(error, OSError) else None
-        return DirectoryProblem(
-            f"the directory {directory} cannot be opened: {reason or error}", may_appear=False
-        )
-    if stat.S_ISDIR(mode):
-        if not os.access(directory, os.R_OK | os.X_OK):
-            return DirectoryProblem(
-                f"the directory {directory} cannot be read: Permission denied (it needs read "
-                "and search permission for this user)",
-                may_appear=False,
-            )
-        return None
-    if stat.S_ISREG(mode):
-        parent = os.path.dirname(os.path.abspath(directory))
-        return DirectoryProblem(
-            f"{directory} is a file, not a directory: pass the metrics directory that holds "
-            f"{METRICS_JSON} and the chart CSVs (for a file of a run, that is {parent})",
-            may_appear=False,
-        )
-    return DirectoryProblem(
-        f"{directory} is not a directory: pass the metrics directory that holds {METRICS_JSON}",
-        may_appear=False,
-    )
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from ocms_tui.model import directory_problem
+from ocms_tui.directories import directory_problem
 from ocms_tui.report import ExitCode
 
 DEFAULT_HOST = "127.0.0.1"

@@ -24,7 +24,8 @@ from ocms_recorder import (
 )
 
 from ocms_tui.checker import CheckResult, check_directory
-from ocms_tui.model import RunModel, directory_problem
+from ocms_tui.directories import directory_problem
+from ocms_tui.model import RunModel
 from ocms_tui.report import format_text, printable
 
 OK, FAILED = 0, 1
