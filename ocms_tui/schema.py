@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from ocms_recorder import (
     MAX_CHARTS,
+    MAX_METRICS_JSON_BYTES,
     MAX_SERIES_PER_CHART,
     METRICS_JSON,
     X_AXIS,
@@ -17,10 +18,6 @@ from ocms_recorder import (
 )
 
 from ocms_tui.problems import Problem, Rule
-
-# A metrics.json describes at most 6 charts; anything near this size is not one.
-MAX_METRICS_JSON_BYTES = 4 * 1024 * 1024
-
 
 Reporter = Callable[[Rule, str, "int | None"], None]
 

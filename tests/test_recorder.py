@@ -1,5 +1,6 @@
 """OcmsRecorder: the API, the layout it writes, and how it maps metrics onto charts.
-Faults, resuming, ranks and import hygiene are in test_recorder_faults.py."""
+Resuming into an existing directory is in test_recorder_resume.py, faults while training in
+test_recorder_faults.py, ranks and the one-stdlib-file promise in test_recorder_portability.py."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from ocms_recorder import DEFAULT_CHART_GROUPS, OcmsRecorder, sanitize_key
 from test_recorder_support import (
     TEN_METRICS,
     assert_consistent,
+    clear_launcher_environment,
     read_layout,
     read_rows,
     warnings_from_recorder,
@@ -30,9 +32,7 @@ from test_recorder_support import (
 
 @pytest.fixture(autouse=True)
 def _rank_zero_outside_launchers(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("METRICS", "RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    clear_launcher_environment(monkeypatch)
 
 
 def test_from_output_dir_prefers_the_metrics_variable(
@@ -409,11 +409,13 @@ def test_finish_is_idempotent_and_a_later_log_appends_again(tmp_path: Path) -> N
     assert read_rows(tmp_path, "loss.csv") == [["0", "1.0", ""], ["1", "2.0", "3.0"]]
 
 
-def test_the_context_manager_closes_its_files(tmp_path: Path) -> None:
+def test_the_context_manager_closes_its_files_and_lets_go_of_the_directory(
+    tmp_path: Path,
+) -> None:
     with OcmsRecorder(log_dir=str(tmp_path)) as recorder:
         recorder.log(step=0, metrics=TEN_METRICS)
         open_before = len(os.listdir("/proc/self/fd"))
-    assert len(os.listdir("/proc/self/fd")) == open_before - 6
+    assert len(os.listdir("/proc/self/fd")) == open_before - 7  # six CSVs and the lock
 
 
 def test_a_disabled_recorder_writes_nothing(tmp_path: Path) -> None:

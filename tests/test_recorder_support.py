@@ -9,6 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ocms_recorder import METRICS_ENV, RANK_ENV_VARS
+
+RECORDER_DIR = Path(__file__).resolve().parents[1] / "recorder"
+RECORDER_FILE = RECORDER_DIR / "ocms_recorder.py"
 
 TEN_METRICS = {
     "loss": 0.5,
@@ -62,3 +66,9 @@ def warnings_from_recorder(caplog: pytest.LogCaptureFixture) -> list[str]:
         for record in caplog.records
         if record.name == "ocms_recorder" and record.levelname == "WARNING"
     ]
+
+
+def clear_launcher_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No `$METRICS` and no launcher rank: the recorder writes, where each test says."""
+    for name in (METRICS_ENV, *RANK_ENV_VARS):
+        monkeypatch.delenv(name, raising=False)
