@@ -1061,24 +1061,27 @@ class OcmsRecorder:
                     width,
                 )
             chart.disk_width = width
-            ready = 0
-            for line in chart.pending:
-                if line.count(",") > width:
-                    break
-                ready += 1
-            if not ready:
-                return
-            data = "".join(
-                line[:-1] + "," * (width - line.count(",")) + "\n" for line in chart.pending[:ready]
-            ).encode()
-            written = os.write(chart.fd, data)
-            if written != len(data):
-                self._write_rest(chart, data, written)
+            # The first row alone, then the rest: a disk that still refuses costs one row's
+            # write per retry, not a join of every waiting row.
+            for batch in (1, MAX_PENDING_ROWS):
+                ready = 0
+                for line in chart.pending[:batch]:
+                    if line.count(",") > width:
+                        break
+                    ready += 1
+                if not ready:
+                    return
+                data = "".join(
+                    line[:-1] + "," * (width - line.count(",")) + "\n"
+                    for line in chart.pending[:ready]
+                ).encode()
+                written = os.write(chart.fd, data)
+                if written != len(data):
+                    self._write_rest(chart, data, written)
+                del chart.pending[:ready]
+                self._pending_rows -= ready
         except OSError as error:
             self._drop_file(chart, "write " + chart.file_name, error)
-            return
-        del chart.pending[:ready]
-        self._pending_rows -= ready
 
     def _open(self, chart: _Chart) -> None:
         """Open the chart's CSV for appending, creating it; cut a partial last line. A file

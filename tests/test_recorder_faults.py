@@ -19,7 +19,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from ocms_recorder import MAX_SERIES_PER_CHART, OcmsRecorder
+from ocms_recorder import MAX_PENDING_ROWS, MAX_SERIES_PER_CHART, OcmsRecorder
 from reliability_support import can_mount, mounted
 from test_recorder_support import (
     RECORDER_FILE,
@@ -136,6 +136,66 @@ def _passes(directory: Path) -> None:
     assert check_directory(directory).problems == ()
 
 
+# -- a transient write failure: rows wait in memory, metrics.json never runs ahead -----------
+
+# The writer refuses loss.csv for a while with a real RLIMIT_FSIZE (EFBIG, as a full disk
+# fails a write), then the limit is lifted and the next call adds a column.
+TRANSIENT_FAILURE = """
+import logging, os, resource, signal, sys
+sys.path.insert(0, sys.argv[2])
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails with EFBIG instead
+logging.basicConfig(level=logging.WARNING, format="%(name)s %(message)s")
+from ocms_recorder import OcmsRecorder
+recorder = OcmsRecorder(log_dir=sys.argv[1])
+recorder.health_check_interval_s = 0.0
+refused = int(sys.argv[3])
+for step in range(100):
+    recorder.log(step=step, metrics={"loss": 1.0})
+size = os.path.getsize(os.path.join(sys.argv[1], "loss.csv"))
+resource.setrlimit(resource.RLIMIT_FSIZE, (size, resource.RLIM_INFINITY))
+for step in range(100, 100 + refused):
+    recorder.log(step=step, metrics={"loss": 0.5})
+print(os.path.getsize(os.path.join(sys.argv[1], "loss.csv")) == size, flush=True)
+resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+recorder.log(step=100 + refused, metrics={"loss": 0.25, "val_loss": 0.125})
+recorder.finish()
+print("training went on", flush=True)
+"""
+
+
+def test_rows_refused_by_the_disk_are_written_once_it_takes_them_then_widened(
+    tmp_path: Path,
+) -> None:
+    result = _run_python(TRANSIENT_FAILURE, str(tmp_path), str(RECORDER_FILE.parent), "5")
+    assert result.returncode == 0 and result.stdout == "True\ntraining went on\n", result.stderr
+    failures = [line for line in result.stderr.splitlines() if line.startswith("ocms_recorder")]
+    assert len(failures) == 1 and "File too large" in failures[0], result.stderr
+    assert y_axes(tmp_path) == {"loss": ["loss", "val_loss"]}
+    rows = read_rows(tmp_path, "loss.csv")
+    assert rows[:100] == [[str(step), "1.0", ""] for step in range(100)]
+    assert rows[100:] == [
+        *([str(step), "0.5", ""] for step in range(100, 105)),
+        ["105", "0.25", "0.125"],
+    ]
+    _passes(tmp_path)
+
+
+def test_at_most_max_pending_rows_wait_in_memory_and_the_rest_is_said_once(
+    tmp_path: Path,
+) -> None:
+    refused = MAX_PENDING_ROWS + 50
+    result = _run_python(TRANSIENT_FAILURE, str(tmp_path), str(RECORDER_FILE.parent), str(refused))
+    assert result.returncode == 0 and result.stdout == "True\ntraining went on\n", result.stderr
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("ocms_recorder")]
+    assert len(warnings) == 2, result.stderr
+    assert "File too large" in warnings[0] and f"{MAX_PENDING_ROWS} rows" in warnings[1]
+    steps = [int(row[0]) for row in read_rows(tmp_path, "loss.csv")]
+    # The first MAX_PENDING_ROWS refused rows were kept; the 50 after them were dropped.
+    kept = list(range(100 + MAX_PENDING_ROWS))
+    assert steps == [*kept, 100 + refused]
+    _passes(tmp_path)
+
+
 # -- metrics.json cannot be rewritten while a chart widens ---------------------------------
 
 
@@ -206,7 +266,7 @@ needs_mount = pytest.mark.skipif(
 
 
 @needs_mount
-def test_a_full_disk_during_a_widening_keeps_the_directory_whole(
+def test_a_full_tmpfs_during_a_widening_keeps_the_directory_whole_and_every_row(
     tmp_path: Path, recorder_warnings: pytest.LogCaptureFixture
 ) -> None:
     disk = tmp_path / "disk"
@@ -232,7 +292,11 @@ def test_a_full_disk_during_a_widening_keeps_the_directory_whole(
             step += 1
         recorder.finish()
         assert y_axes(directory)["loss"] == ["loss", "eval_loss"]
-        assert read_rows(directory, "loss.csv")[-1] == [str(step - 1), "0.125", "0.5"]
+        loss_rows = read_rows(directory, "loss.csv")
+        assert [int(row[0]) for row in loss_rows] == list(range(step))  # none lost
+        assert loss_rows[faults_from] == [str(faults_from), "0.25", "0.5"]
+        assert loss_rows[-1] == [str(step - 1), "0.125", "0.5"]
+        assert len(read_rows(directory, "grad_norm.csv")) == step
         _passes(directory)
         warnings = warnings_from_recorder(recorder_warnings)
         assert len(warnings) == 1 and "No space left on device" in warnings[0], warnings
@@ -260,7 +324,7 @@ def _consistent_prefix(directory: Path, faults_from: int) -> None:
 
 READ_ONLY_WRITER = """
 import logging, sys
-from ocms_recorder import MAX_SERIES_PER_CHART, OcmsRecorder
+from ocms_recorder import MAX_PENDING_ROWS, MAX_SERIES_PER_CHART, OcmsRecorder
 logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
 recorder = OcmsRecorder(log_dir=sys.argv[1])
 recorder.health_check_interval_s = 0.0
