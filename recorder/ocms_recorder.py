@@ -180,7 +180,7 @@ MAX_PENDING_ROWS = 10_000
 # A CSV up to this size is widened on the caller's thread (a few ms); a bigger one on a
 # thread of its own, so that log() never waits for a copy (1 GB takes seconds).
 WIDEN_INLINE_BYTES = 1 << 20
-_COPY_BLOCK_BYTES = 1 << 20
+_COPY_BLOCK_BYTES = 1 << 16  # small: the copying thread lets go of the GIL at every read and write
 _TEMP_SUFFIX = ".tmp"
 # `.<file>.<pid>.tmp`: how _write_temp names the temp file of metrics.json or a CSV.
 _TEMP_NAME = re.compile(
@@ -915,9 +915,15 @@ class OcmsRecorder:
         for chart, width in declared:
             chart.declared = width
         for chart, temp_path in widened:
+            copied_aside = chart.widening is not None and chart.widening.thread.ident is not None
             chart.widening = None
             try:
                 os.replace(temp_path, chart.path)
+                if copied_aside:
+                    # The last descriptor of the replaced file: closing it frees its blocks,
+                    # which takes tens of ms for a GB. Not on the caller's thread either.
+                    threading.Thread(target=os.close, args=(chart.fd,), daemon=True).start()
+                    chart.fd = -1
                 chart.close()
                 self._open(chart)
             except OSError as error:
