@@ -8,6 +8,7 @@ them from here instead of keeping a second copy.
 
 # The file must stay valid Python 3.8, so the typing-module spellings are deliberate.
 
+import atexit
 import contextlib
 import errno
 import json
@@ -20,6 +21,7 @@ import stat
 import sys
 import threading
 import time
+import weakref
 from typing import (
     Any,
     Callable,
@@ -500,6 +502,7 @@ class OcmsRecorder:
         self._number_types: Set[type] = {float, int, bool}  # float() + repr() is exact
         if not self.active:
             return
+        _UNFINISHED.add(self)
         self._take_directory(time.monotonic())
         if mirror_to_ocms:
             self._mirror = _find_ocms_mirror()
@@ -933,8 +936,10 @@ class OcmsRecorder:
         self._layout_dirty = any(
             chart.declared != len(chart.y_axis) for chart in self._charts if chart.y_axis
         )
-        if self._layout_dirty and not any(chart.widening for chart in self._charts):
-            self._layout_retry_at = now + self.health_check_interval_s
+        if self._layout_dirty:
+            # While a copy runs, the next save is when it is done (_poll_widenings says).
+            copying = any(chart.widening for chart in self._charts)
+            self._layout_retry_at = math.inf if copying else now + self.health_check_interval_s
         self._flush_all()
 
     def _stage_for_layout(self, chart: _Chart, widened: List[Tuple[_Chart, str]]) -> Optional[int]:
@@ -1242,6 +1247,18 @@ class OcmsRecorder:
             self._warn_once(
                 "ocms", "the ocms package failed (%r); no longer mirroring to it", error
             )
+
+
+# Recorders alive at interpreter exit are finished then: rows that waited in memory (for a
+# widening copy, for the disk) are written even by a script that never calls finish().
+_UNFINISHED: "weakref.WeakSet[OcmsRecorder]" = weakref.WeakSet()
+
+
+@atexit.register
+def _finish_at_exit() -> None:
+    for recorder in list(_UNFINISHED):
+        if recorder._pending_rows or recorder._copying:
+            recorder.finish()
 
 
 def _find_ocms_mirror() -> Optional[Callable[..., Any]]:

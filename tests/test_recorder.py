@@ -332,6 +332,38 @@ def test_a_big_chart_is_widened_off_the_callers_thread_and_keeps_every_row(
     assert_consistent(tmp_path)
 
 
+EXIT_DURING_A_WIDENING = """
+import os, sys
+sys.path.insert(0, sys.argv[2])
+from ocms_recorder import WIDEN_INLINE_BYTES, OcmsRecorder, write_layout
+rows = WIDEN_INLINE_BYTES // 10 + 1000
+write_layout(sys.argv[1], {"loss": ["loss"]})
+with open(os.path.join(sys.argv[1], "loss.csv"), "wb") as handle:
+    handle.write(b"".join(b"%d,0.5\\n" % step for step in range(rows)))
+recorder = OcmsRecorder(log_dir=sys.argv[1])
+for step in range(rows, rows + 20):
+    recorder.log(step=step, metrics={"loss": 0.25, "eval_loss": 0.125})
+print(rows)  # and exit without finish(): the rows that wait for the copy are written anyway
+"""
+
+
+def test_rows_waiting_for_a_widening_are_written_when_the_script_exits_without_finish(
+    tmp_path: Path,
+) -> None:
+    result = subprocess.run(
+        [sys.executable, "-B", "-c", EXIT_DURING_A_WIDENING, tmp_path, RECORDER_DIR],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    rows = int(result.stdout)
+    written = read_rows(tmp_path, "loss.csv")
+    assert written[rows:] == [[str(step), "0.25", "0.125"] for step in range(rows, rows + 20)]
+    assert y_axes(tmp_path) == {"loss": ["loss", "eval_loss"]}
+    assert check_directory(tmp_path).problems == ()
+
+
 def test_rows_are_on_disk_as_soon_as_log_returns(tmp_path: Path) -> None:
     recorder = OcmsRecorder(log_dir=str(tmp_path))
     for step in range(3):
