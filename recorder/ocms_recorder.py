@@ -961,12 +961,7 @@ class OcmsRecorder:
             chart.disk_width = width  # an empty file takes any width
             return width
         if chart.disk_width > width:
-            self._warn_once(
-                "wider:" + chart.name,
-                "%s has rows wider than its %d y-axis columns; appending anyway",
-                chart.path,
-                width,
-            )
+            self._warn_wider(chart, width)
             chart.disk_width = width
             return width
         temp_path = self._widened_copy(chart, width)
@@ -1002,6 +997,14 @@ class OcmsRecorder:
                 self._drop_file(chart, "widen " + chart.file_name, error)
             return None
         return job.temp_path
+
+    def _warn_wider(self, chart: _Chart, width: int) -> None:
+        self._warn_once(
+            "wider:" + chart.name,
+            "%s has rows wider than its %d y-axis columns; appending anyway",
+            chart.path,
+            width,
+        )
 
     def _discard_widening(self, chart: _Chart) -> None:
         if chart.widening is not None:
@@ -1065,12 +1068,7 @@ class OcmsRecorder:
                 chart.close()
                 self._open(chart)
             elif chart.disk_width is not None and chart.disk_width > width:
-                self._warn_once(
-                    "wider:" + chart.name,
-                    "%s has rows wider than its %d y-axis columns; appending anyway",
-                    chart.path,
-                    width,
-                )
+                self._warn_wider(chart, width)
             chart.disk_width = width
             # The first row alone, then the rest: a disk that still refuses costs one row's
             # write per retry, not a join of every waiting row.

@@ -8,7 +8,6 @@ import json
 import logging
 import math
 import os
-import subprocess
 import sys
 import tempfile
 import types
@@ -31,19 +30,16 @@ from test_recorder_support import (
     RECORDER_DIR,
     TEN_METRICS,
     assert_consistent,
-    clear_launcher_environment,
     read_layout,
     read_rows,
+    run_python,
     warnings_from_recorder,
     y_axes,
 )
 
 from ocms_tui.checker import check_directory
 
-
-@pytest.fixture(autouse=True)
-def _rank_zero_outside_launchers(monkeypatch: pytest.MonkeyPatch) -> None:
-    clear_launcher_environment(monkeypatch)
+pytestmark = pytest.mark.usefixtures("no_launcher_environment")
 
 
 def test_from_output_dir_prefers_the_metrics_variable(
@@ -311,12 +307,7 @@ print(json.dumps({"held": held, "declared": declared, "rows": rows, "unchanged":
 def test_a_big_chart_is_widened_off_the_callers_thread_and_keeps_every_row(
     tmp_path: Path,
 ) -> None:
-    result = subprocess.run(
-        [sys.executable, "-B", "-c", WIDENING_OFF_THE_CALLERS_THREAD, tmp_path, RECORDER_DIR],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = run_python(WIDENING_OFF_THE_CALLERS_THREAD, tmp_path, RECORDER_DIR)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["held"] == [True], "log() waited for the copy"
@@ -350,12 +341,7 @@ print(rows)  # and exit without finish(): the rows that wait for the copy are wr
 def test_rows_waiting_for_a_widening_are_written_when_the_script_exits_without_finish(
     tmp_path: Path,
 ) -> None:
-    result = subprocess.run(
-        [sys.executable, "-B", "-c", EXIT_DURING_A_WIDENING, tmp_path, RECORDER_DIR],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = run_python(EXIT_DURING_A_WIDENING, tmp_path, RECORDER_DIR)
     assert result.returncode == 0 and result.stderr == "", result.stderr
     rows = int(result.stdout)
     written = read_rows(tmp_path, "loss.csv")

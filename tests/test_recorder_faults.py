@@ -25,33 +25,15 @@ from test_recorder_support import (
     RECORDER_FILE,
     TEN_METRICS,
     assert_consistent,
-    clear_launcher_environment,
     read_rows,
+    run_python,
     warnings_from_recorder,
     y_axes,
 )
 
 from ocms_tui.checker import check_directory
 
-
-@pytest.fixture(autouse=True)
-def _no_launcher_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    clear_launcher_environment(monkeypatch)
-
-
-@pytest.fixture
-def recorder_warnings(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
-    caplog.set_level(logging.WARNING, logger="ocms_recorder")
-    return caplog
-
-
-def _run_python(code: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-B", "-c", textwrap.dedent(code), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+pytestmark = pytest.mark.usefixtures("no_launcher_environment")
 
 
 # -- faults while training: never an exception, one warning, recover when possible ----------
@@ -120,7 +102,7 @@ def test_a_full_disk_drops_rows_without_raising_and_leaves_whole_lines(tmp_path:
         recorder.finish()
         print("training went on")
     """
-    result = _run_python(code, str(tmp_path), str(RECORDER_FILE.parent))
+    result = run_python(code, str(tmp_path), str(RECORDER_FILE.parent))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "training went on"
     failures = [line for line in result.stderr.splitlines() if "cannot write" in line]
@@ -166,7 +148,7 @@ print("training went on", flush=True)
 def test_rows_refused_by_the_disk_are_written_once_it_takes_them_then_widened(
     tmp_path: Path,
 ) -> None:
-    result = _run_python(TRANSIENT_FAILURE, str(tmp_path), str(RECORDER_FILE.parent), "5")
+    result = run_python(TRANSIENT_FAILURE, str(tmp_path), str(RECORDER_FILE.parent), "5")
     assert result.returncode == 0 and result.stdout == "True\ntraining went on\n", result.stderr
     failures = [line for line in result.stderr.splitlines() if line.startswith("ocms_recorder")]
     assert len(failures) == 1 and "File too large" in failures[0], result.stderr
@@ -184,7 +166,7 @@ def test_at_most_max_pending_rows_wait_in_memory_and_the_rest_is_said_once(
     tmp_path: Path,
 ) -> None:
     refused = MAX_PENDING_ROWS + 50
-    result = _run_python(TRANSIENT_FAILURE, str(tmp_path), str(RECORDER_FILE.parent), str(refused))
+    result = run_python(TRANSIENT_FAILURE, str(tmp_path), str(RECORDER_FILE.parent), str(refused))
     assert result.returncode == 0 and result.stdout == "True\ntraining went on\n", result.stderr
     warnings = [line for line in result.stderr.splitlines() if line.startswith("ocms_recorder")]
     assert len(warnings) == 2, result.stderr

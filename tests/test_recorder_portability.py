@@ -15,23 +15,11 @@ from ocms_recorder import RANK_ENV_VARS, OcmsRecorder
 from test_recorder_support import (
     RECORDER_FILE,
     assert_consistent,
-    clear_launcher_environment,
     read_rows,
+    run_python,
 )
 
-
-@pytest.fixture(autouse=True)
-def _no_launcher_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    clear_launcher_environment(monkeypatch)
-
-
-def _run_python(code: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-B", "-c", textwrap.dedent(code), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+pytestmark = pytest.mark.usefixtures("no_launcher_environment")
 
 
 # -- ranks -------------------------------------------------------------------------------
@@ -224,6 +212,6 @@ def test_the_recorder_never_imports_torch_itself(tmp_path: Path) -> None:
             recorder.log(step=0, metrics={"loss": 1.0})
         print("torch" in sys.modules)
     """
-    result = _run_python(code, str(RECORDER_FILE.parent), str(tmp_path))
+    result = run_python(code, str(RECORDER_FILE.parent), str(tmp_path))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"

@@ -5,7 +5,6 @@ columns they had before."""
 
 from __future__ import annotations
 
-import logging
 import os
 import subprocess
 import sys
@@ -17,9 +16,9 @@ from ocms_recorder import OcmsRecorder, write_layout
 from test_recorder_support import (
     RECORDER_DIR,
     assert_consistent,
-    clear_launcher_environment,
     read_layout,
     read_rows,
+    run_python,
     warnings_from_recorder,
     y_axes,
 )
@@ -29,15 +28,7 @@ from ocms_tui.checker import check_directory
 PYTHON = (sys.executable, "-B", "-c")
 
 
-@pytest.fixture(autouse=True)
-def _rank_zero(monkeypatch: pytest.MonkeyPatch) -> None:
-    clear_launcher_environment(monkeypatch)
-
-
-@pytest.fixture
-def recorder_warnings(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
-    caplog.set_level(logging.WARNING, logger="ocms_recorder")
-    return caplog
+pytestmark = pytest.mark.usefixtures("no_launcher_environment")
 
 
 def _passes(directory: Path) -> None:
@@ -177,17 +168,17 @@ print("training went on", flush=True)
 """
 
 
-def _run_writer(directory: Path) -> subprocess.CompletedProcess:
-    """The writer in its own process: a recorder that hangs fails this by the timeout
-    (raised as subprocess.TimeoutExpired) instead of blocking the suite; 1 GB of address
-    space makes one that reads /dev/zero into memory fail fast too."""
-    code = "import resource; resource.setrlimit(resource.RLIMIT_AS, (2**30, 2**30))\n"
-    return subprocess.run(
-        [*PYTHON, code + textwrap.dedent(HOSTILE_WRITER), str(directory), str(RECORDER_DIR)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def _the_one_warning_of_a_writer(directory: Path) -> str:
+    """Run the writer in its own process: a recorder that hangs fails this by the timeout
+    (subprocess.TimeoutExpired) instead of blocking the suite; 1 GB of address space makes
+    one that reads /dev/zero into memory fail fast too. The training must go on, with one
+    warning from the recorder, returned."""
+    limit = "import resource; resource.setrlimit(resource.RLIMIT_AS, (2**30, 2**30))\n"
+    result = run_python(limit + textwrap.dedent(HOSTILE_WRITER), directory, RECORDER_DIR)
+    assert result.returncode == 0 and result.stdout == "training went on\n", result.stderr
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("ocms_recorder")]
+    assert len(warnings) == 1, result.stderr
+    return warnings[0]
 
 
 def _make_fifo(path: Path) -> None:
@@ -220,10 +211,7 @@ def _make_self_referring(path: Path) -> None:
 )
 def test_a_hostile_metrics_json_means_a_fresh_layout_said_once(tmp_path: Path, make) -> None:
     make(tmp_path / "metrics.json")
-    result = _run_writer(tmp_path)
-    assert result.returncode == 0 and result.stdout == "training went on\n", result.stderr
-    warnings = [line for line in result.stderr.splitlines() if line.startswith("ocms_recorder")]
-    assert len(warnings) == 1 and "new layout" in warnings[0], result.stderr
+    assert "new layout" in _the_one_warning_of_a_writer(tmp_path)
     assert (tmp_path / "metrics.json").is_file() and not (tmp_path / "metrics.json").is_symlink()
     assert y_axes(tmp_path) == {"loss": ["loss"], "grad_norm": ["grad_norm"]}
     assert read_rows(tmp_path, "loss.csv") == [
@@ -240,10 +228,7 @@ def test_a_hostile_metrics_json_means_a_fresh_layout_said_once(tmp_path: Path, m
 def test_a_chart_file_that_is_not_a_regular_file_is_moved_aside(tmp_path: Path, make) -> None:
     write_layout(tmp_path, {"loss": ["loss"]})
     make(tmp_path / "loss.csv")
-    result = _run_writer(tmp_path)
-    assert result.returncode == 0 and result.stdout == "training went on\n", result.stderr
-    warnings = [line for line in result.stderr.splitlines() if line.startswith("ocms_recorder")]
-    assert len(warnings) == 1 and "moved it to" in warnings[0], result.stderr
+    assert "moved it to" in _the_one_warning_of_a_writer(tmp_path)
     assert (tmp_path / "loss.csv").is_file() and not (tmp_path / "loss.csv").is_symlink()
     assert [row[0] for row in read_rows(tmp_path, "loss.csv")] == ["0", "1", "2"]
     [aside] = tmp_path.glob("loss.csv.old-*")
@@ -269,15 +254,20 @@ sys.stdin.readline()
 """
 
 
-def test_a_second_recorder_writes_nothing_while_a_live_process_writes_the_directory(
-    tmp_path: Path, recorder_warnings: pytest.LogCaptureFixture
-) -> None:
-    first = subprocess.Popen(
-        [*PYTHON, textwrap.dedent(FIRST_WRITER), str(tmp_path), str(RECORDER_DIR)],
+def _start_first_writer(directory: Path) -> subprocess.Popen:
+    """The first recorder, in a process of its own; it prints "writing" once it writes."""
+    return subprocess.Popen(
+        [*PYTHON, textwrap.dedent(FIRST_WRITER), str(directory), str(RECORDER_DIR)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
+
+
+def test_a_second_recorder_writes_nothing_while_a_live_process_writes_the_directory(
+    tmp_path: Path, recorder_warnings: pytest.LogCaptureFixture
+) -> None:
+    first = _start_first_writer(tmp_path)
     assert first.stdin is not None and first.stdout is not None
     try:
         assert first.stdout.readline() == "writing\n"
@@ -306,12 +296,7 @@ def test_a_second_recorder_writes_nothing_while_a_live_process_writes_the_direct
 
 
 def test_the_lock_is_on_the_directory_and_goes_with_a_killed_writer(tmp_path: Path) -> None:
-    first = subprocess.Popen(
-        [*PYTHON, textwrap.dedent(FIRST_WRITER), str(tmp_path), str(RECORDER_DIR)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    first = _start_first_writer(tmp_path)
     assert first.stdout is not None
     try:
         assert first.stdout.readline() == "writing\n"

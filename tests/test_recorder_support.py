@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import csv
 import json
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
-from ocms_recorder import METRICS_ENV, RANK_ENV_VARS
 
 RECORDER_DIR = Path(__file__).resolve().parents[1] / "recorder"
 RECORDER_FILE = RECORDER_DIR / "ocms_recorder.py"
@@ -68,7 +70,12 @@ def warnings_from_recorder(caplog: pytest.LogCaptureFixture) -> list[str]:
     ]
 
 
-def clear_launcher_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No `$METRICS` and no launcher rank: the recorder writes, where each test says."""
-    for name in (METRICS_ENV, *RANK_ENV_VARS):
-        monkeypatch.delenv(name, raising=False)
+def run_python(code: str, *args: object) -> subprocess.CompletedProcess:
+    """`code` in a fresh interpreter (its arguments after it), with a timeout so that a hang
+    fails the test instead of blocking the suite."""
+    return subprocess.run(
+        [sys.executable, "-B", "-c", textwrap.dedent(code), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )

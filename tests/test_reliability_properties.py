@@ -215,7 +215,19 @@ BAD_VALUES = st.sampled_from(
 )
 # Tokens a step may not be; on line 1 the ones that read as words make it a header.
 BAD_STEPS = st.sampled_from(
-    ["-1", "1.5", "", "abc", "0x1F", " 7", "7 ", "1e3", "nan", str(MAX_STEP + 1), "18446744073709551616"]
+    [
+        "-1",
+        "1.5",
+        "",
+        "abc",
+        "0x1F",
+        " 7",
+        "7 ",
+        "1e3",
+        "nan",
+        str(MAX_STEP + 1),
+        "18446744073709551616",
+    ]
 )
 HEADER_LIKE = {"abc", "0x1F"}
 
