@@ -393,6 +393,8 @@ class _Widening:
             self.thread.join()
 
     def discard(self) -> None:
+        """Remove the copy; the recorder discards only a copy that has ended (it never
+        waits for one on the caller's thread but in finish())."""
         self.wait()
         if self.temp_path is not None:
             with contextlib.suppress(OSError):
@@ -580,8 +582,8 @@ class OcmsRecorder:
                 if written != len(data):
                     self._write_rest(chart, data, written)
             except OSError as error:
-                self._keep(chart, line)
                 self._drop_file(chart, "write " + chart.file_name, error)
+                self._keep(chart, line)  # after the drop: it waits for the retry
         if self._mirror is not None:
             self._send_to_mirror(int(step_text), metrics)
 
@@ -975,7 +977,9 @@ class OcmsRecorder:
         its own thread is running (or failed: said once, retried later)."""
         job = chart.widening
         if job is not None and job.width != width:
-            self._discard_widening(chart)  # another key came meanwhile: copy again, wider
+            if not job.done:
+                return None  # another key came meanwhile: copy again, wider, once this ends
+            self._discard_widening(chart)
             job = None
         if job is None:
             job = _Widening(chart.path, chart.disk_width, width)
@@ -1183,13 +1187,17 @@ class OcmsRecorder:
         if not self.active or not self._owner:
             return
         try:
-            for chart in self._charts:
-                if chart.widening is not None:
-                    chart.widening.wait()
-            self._poll_widenings()
-            now = time.monotonic()
-            if self._layout_dirty:
-                self._save_layout(now)
+            # Twice at most: a copy that ended at a width that is no longer the chart's
+            # starts one more, at the final width.
+            for _ in range(3):
+                for chart in self._charts:
+                    if chart.widening is not None:
+                        chart.widening.wait()
+                self._poll_widenings()
+                if self._layout_dirty:
+                    self._save_layout(time.monotonic())
+                if not any(chart.widening for chart in self._charts):
+                    break
             for chart in self._charts:
                 chart.retry_at = 0.0
             self._flush_all()

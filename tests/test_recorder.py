@@ -291,9 +291,13 @@ def hold_the_copy(event, args):
         held.append(caller_went_on.wait(timeout=60))
 sys.addaudithook(hold_the_copy)
 recorder = OcmsRecorder(log_dir=directory)
+recorder.health_check_interval_s = 0.0
 recorder.log(step=rows, metrics={"loss": 0.25, "eval_loss": 0.125})  # a new column: widen
 for step in range(rows + 1, rows + 51):
     recorder.log(step=step, metrics={"loss": 0.25, "eval_loss": 0.125})
+if sys.argv[3] == "another-key-meanwhile":  # and metrics.json lost: saved again meanwhile
+    os.remove(os.path.join(directory, "metrics.json"))
+    recorder.log(step=rows + 51, metrics={"loss": 0.25, "x_loss": 1.0})
 with open(os.path.join(directory, "metrics.json")) as handle:
     declared = json.load(handle)["charts"][0]["y_axis"]
 size_while_copying = os.path.getsize(csv_path)
@@ -304,21 +308,27 @@ print(json.dumps({"held": held, "declared": declared, "rows": rows, "unchanged":
 """
 
 
+@pytest.mark.parametrize("mode", ["one-key", "another-key-meanwhile"])
 def test_a_big_chart_is_widened_off_the_callers_thread_and_keeps_every_row(
-    tmp_path: Path,
+    tmp_path: Path, mode: str
 ) -> None:
-    result = run_python(WIDENING_OFF_THE_CALLERS_THREAD, tmp_path, RECORDER_DIR)
+    result = run_python(WIDENING_OFF_THE_CALLERS_THREAD, tmp_path, RECORDER_DIR, mode)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    assert report["held"] == [True], "log() waited for the copy"
+    assert report["held"][0] is True, "log() waited for the copy"
     # While the copy ran, metrics.json and the CSV stayed as they were: the new rows waited.
     assert report["declared"] == ["loss"] and report["unchanged"]
     rows = report["rows"]
-    assert y_axes(tmp_path) == {"loss": ["loss", "eval_loss"]}
     written = read_rows(tmp_path, "loss.csv")
-    assert len(written) == rows + 51
-    assert written[0] == ["0", "0.5", ""] and written[rows - 1] == [str(rows - 1), "0.5", ""]
-    assert written[rows:] == [[str(step), "0.25", "0.125"] for step in range(rows, rows + 51)]
+    assert written[0][:2] == ["0", "0.5"] and written[rows - 1][:2] == [str(rows - 1), "0.5"]
+    logged = [[str(step), "0.25", "0.125"] for step in range(rows, rows + 51)]
+    if mode == "one-key":
+        assert y_axes(tmp_path) == {"loss": ["loss", "eval_loss"]}
+        assert written[rows:] == logged
+    else:  # the first copy ran to its end unused, then a second one, wider
+        assert y_axes(tmp_path) == {"loss": ["loss", "eval_loss", "x_loss"]}
+        last = [str(rows + 51), "0.25", "", "1.0"]
+        assert written[rows:] == [*([*row, ""] for row in logged), last]
     assert check_directory(tmp_path).problems == ()
     assert_consistent(tmp_path)
 
