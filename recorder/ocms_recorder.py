@@ -1187,6 +1187,8 @@ class OcmsRecorder:
         if not self.active or not self._owner:
             return
         try:
+            for chart in self._charts:
+                chart.retry_at = 0.0  # one more try of every file, now
             # Twice at most: a copy that ended at a width that is no longer the chart's
             # starts one more, at the final width.
             for _ in range(3):
@@ -1198,8 +1200,6 @@ class OcmsRecorder:
                     self._save_layout(time.monotonic())
                 if not any(chart.widening for chart in self._charts):
                     break
-            for chart in self._charts:
-                chart.retry_at = 0.0
             self._flush_all()
             if self._pending_rows:
                 self._warn_once(
