@@ -1234,10 +1234,11 @@ class OcmsRecorder:
         # One warning per kind of failure (a full disk fails every file the same way).
         self._warn_once(
             f"os:{error.errno}",
-            "cannot %s in %s (%s); metrics are dropped until it works again",
+            "cannot %s in %s (%s); rows wait in memory (up to %d) until it works again",
             action,
             self.log_dir,
             error,
+            MAX_PENDING_ROWS,
         )
 
     def _warn_once(self, token: str, message: str, *args: Any) -> None:
