@@ -215,3 +215,24 @@ def test_the_recorder_never_imports_torch_itself(tmp_path: Path) -> None:
     result = run_python(code, str(RECORDER_FILE.parent), str(tmp_path))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
+
+
+def test_without_fcntl_the_recorder_writes_unlocked(tmp_path: Path) -> None:
+    """Where `fcntl` does not exist (Windows), there is no lock: the recorder still writes,
+    silently (a second one is not stopped then: the one-writer rule is not checked)."""
+    code = """
+        import sys
+        sys.modules["fcntl"] = None  # `import fcntl` raises ImportError, as on Windows
+        sys.path.insert(0, sys.argv[2])
+        from ocms_recorder import OcmsRecorder
+        first = OcmsRecorder(log_dir=sys.argv[1])
+        first.log(step=0, metrics={"loss": 1.0})
+        second = OcmsRecorder(log_dir=sys.argv[1])  # not stopped: nothing to check with
+        second.log(step=1, metrics={"loss": 2.0})
+        first.finish()
+        second.finish()
+    """
+    result = run_python(code, tmp_path, RECORDER_FILE.parent)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert read_rows(tmp_path, "loss.csv") == [["0", "1.0"], ["1", "2.0"]]
+    assert_consistent(tmp_path)
