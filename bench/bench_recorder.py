@@ -5,7 +5,13 @@
 
 Rounds alternate between the writers (bench/common.py's `interleaved`) so machine noise hits
 them alike; each figure is the median round, from opening the files to closing them, divided
-by the steps written. Run alone: `python bench/bench_recorder.py [--quick]`.
+by the steps written.
+
+Figure 1b: the slowest log() call while a chart of 1 GB is widened (a new key reaches it).
+The copy runs on a thread of its own; the baseline is how long that copy takes, which is
+what log() stalled for when it copied on the caller's thread.
+
+Run alone: `python bench/bench_recorder.py [--quick] [--widen-mb N]`.
 """
 
 from __future__ import annotations
@@ -14,13 +20,21 @@ import argparse
 import csv
 import importlib.util
 import itertools
+import json
 import math
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 from common import FULL, QUICK, Row, interleaved, make_row, not_measured
-from ocms_recorder import DEFAULT_CHART_GROUPS, OcmsRecorder, chart_file_name
+from ocms_recorder import (
+    DEFAULT_CHART_GROUPS,
+    METRICS_JSON,
+    OcmsRecorder,
+    chart_file_name,
+    write_layout,
+)
 
 METRIC_KEYS = (
     "loss",
@@ -35,6 +49,13 @@ METRIC_KEYS = (
     "grad_norm",
 )
 FIGURE = "recorder log(), 10 metrics over 6 charts"
+WIDENING_FIGURE = "slowest recorder log() while a {size} chart widens"
+WIDEN_FULL_BYTES = 1 << 30  # the issue's 1 GB
+WIDEN_TINY_BYTES = 16 << 20  # the smoke test's: still above the recorder's inline size
+# A training step every few ms: fast training, and fewer rows wait in memory meanwhile
+# than the recorder keeps (MAX_PENDING_ROWS) for a copy of a few seconds.
+STEP_INTERVAL_S = 0.004
+WIDENING_TARGET_S = 0.050
 
 
 def make_snapshots(count: int) -> list[dict[str, float]]:
@@ -164,11 +185,78 @@ def run(quick: bool) -> list[Row]:
     return rows
 
 
+def _write_big_chart(directory: Path, size_bytes: int) -> int:
+    """metrics.json with one `loss` column and a loss.csv of about `size_bytes` (a block of
+    rows repeated: the recorder copies bytes, it never reads the steps). Returns its rows."""
+    block = b"".join(b"%d,%r\n" % (step, 1.0 / (step + 1)) for step in range(100_000))
+    repeats = max(1, size_bytes // len(block))
+    write_layout(directory, {"loss": ["loss"]})
+    with open(directory / chart_file_name("loss"), "wb") as handle:
+        for _ in range(repeats):
+            handle.write(block)
+    return repeats * 100_000
+
+
+def _declared_columns(directory: Path) -> int:
+    with open(directory / METRICS_JSON, encoding="utf-8") as handle:
+        return len(json.load(handle)["charts"][0]["y_axis"])
+
+
+def measure_widening(size_bytes: int) -> dict[str, float]:
+    """Log a step every STEP_INTERVAL_S from the call that adds a column to a chart of
+    `size_bytes` until metrics.json declares it: the slowest call, the copy's duration, the
+    calls made meanwhile."""
+    with tempfile.TemporaryDirectory(prefix="bench-widen-") as root:
+        directory = Path(root)
+        step = _write_big_chart(directory, size_bytes)
+        recorder = OcmsRecorder(log_dir=str(directory), mirror_to_ocms=False)
+        recorder.log(step=step, metrics={"loss": 0.5})  # opens the file: not part of it
+        slowest, calls = 0.0, 0
+        started = time.perf_counter()
+        while True:
+            step += 1
+            before = time.perf_counter()
+            recorder.log(step=step, metrics={"loss": 0.25, "eval_loss": 0.125})
+            slowest = max(slowest, time.perf_counter() - before)
+            calls += 1
+            if calls % 25 == 0 and _declared_columns(directory) == 2:
+                break
+            time.sleep(STEP_INTERVAL_S)
+        copy_seconds = time.perf_counter() - started
+        recorder.finish()
+        with open(directory / chart_file_name("loss"), "rb") as handle:
+            handle.seek(-200, 2)
+            last_row = handle.read().splitlines()[-1]
+        assert last_row == b"%d,0.25,0.125" % step, last_row  # every row reached the disk
+    return {"slowest": slowest, "copy": copy_seconds, "calls": calls}
+
+
+def widening_rows(size_bytes: int) -> list[Row]:
+    size = f"{size_bytes / 2**30:g} GB" if size_bytes >= 2**30 else f"{size_bytes >> 20} MB"
+    result = measure_widening(size_bytes)
+    slowest = result["slowest"]
+    return [
+        make_row(
+            WIDENING_FIGURE.format(size=size),
+            f"{slowest * 1000:.1f} ms",
+            f"{result['copy']:.1f} s copy",
+            slowest / result["copy"],
+            f"< {WIDENING_TARGET_S * 1000:.0f} ms",
+            slowest < WIDENING_TARGET_S,
+            f"{result['calls']:.0f} calls during the copy, one every "
+            f"{STEP_INTERVAL_S * 1000:.0f} ms; baseline: the stall of a copy on log()'s thread",
+        )
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer steps and rounds")
+    parser.add_argument(
+        "--widen-mb", type=int, default=WIDEN_FULL_BYTES >> 20, help="chart size widened (1b)"
+    )
     arguments = parser.parse_args()
-    rows = run(arguments.quick)
+    rows = run(arguments.quick) + widening_rows(arguments.widen_mb << 20)
     columns = ("figure", "ours", "baseline", "ratio", "target", "met", "note")
     widths = {name: max(len(name), *(len(str(row[name])) for row in rows)) for name in columns}
     print("  ".join(name.ljust(widths[name]) for name in columns))

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from ocms_recorder import (
     FORMAT_VERSION,
     MAX_CHARTS,
+    MAX_METRICS_JSON_BYTES,
     MAX_SERIES_PER_CHART,
     METRICS_JSON,
     X_AXIS,
@@ -19,10 +20,6 @@ from ocms_recorder import (
 
 from ocms_tui.json_lines import JsonPath, first_line_of, value_lines
 from ocms_tui.problems import Problem, Rule
-
-# A metrics.json describes at most 6 charts; anything near this size is not one.
-MAX_METRICS_JSON_BYTES = 4 * 1024 * 1024
-
 
 Reporter = Callable[[Rule, str, "int | None"], None]
 # The line of the value at a path in metrics.json, or None where the file has no such value.

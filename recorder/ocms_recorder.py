@@ -8,16 +8,39 @@ them from here instead of keeping a second copy.
 
 # The file must stay valid Python 3.8, so the typing-module spellings are deliberate.
 
+import atexit
 import contextlib
 import errno
 import json
 import logging
+import math
 import operator
 import os
 import re
+import stat
 import sys
+import threading
 import time
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple, Union
+import weakref
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+    Union,
+)
+
+try:  # the one-writer lock; a platform without fcntl (Windows) writes without it
+    import fcntl
+except ImportError:  # pragma: no cover - not on POSIX
+    fcntl = None  # type: ignore[assignment]
 
 __version__ = "0.1.0"
 
@@ -35,6 +58,9 @@ MAX_SERIES_PER_CHART = 1000
 MAX_STEP = 2**53 - 1
 # **decision**: `<name>.csv` and a temp file beside it must fit a 255-byte file name.
 MAX_CHART_NAME_LENGTH = 100
+# **decision**: the most of metrics.json a reader (and a resuming recorder) reads; a larger
+# file is not a layout anyone wrote (six charts of 1,000 names are about 200 KB).
+MAX_METRICS_JSON_BYTES = 4 * 1024 * 1024
 METRICS_JSON = "metrics.json"
 CSV_SUFFIX = ".csv"
 METRICS_ENV = "METRICS"
@@ -44,6 +70,9 @@ NAME_RE = re.compile(r"[A-Za-z0-9_-]+")
 _INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 
 ChartGroup = Tuple[str, Callable[[str], bool]]
+PathLike = Union[str, "os.PathLike[str]"]
+# Charts for metrics.json: {name: y-axis names} or (name, y-axis names) pairs, in order.
+Layout = Union[Mapping[str, Sequence[str]], Iterable[Tuple[str, Sequence[str]]]]  # noqa: UP007 (3.8)
 
 DEFAULT_CHART_GROUPS = [
     ("loss", lambda k: k == "loss" or k.endswith("_loss")),
@@ -89,6 +118,33 @@ def sanitize_key(key: str) -> str:
     return _INVALID_NAME_CHARS.sub("_", key) or "_"
 
 
+def layout_text(
+    charts: "Layout",
+) -> str:
+    """metrics.json for `charts` ((chart name, y-axis names) pairs or a mapping of them), as
+    the recorder writes it: one chart per line, the spec's field names in the spec's order."""
+    pairs = charts.items() if isinstance(charts, Mapping) else charts
+    lines = [
+        "    "
+        + json.dumps(
+            {"name": name, "file": chart_file_name(name), "x_axis": X_AXIS, "y_axis": list(y_axis)}
+        )
+        for name, y_axis in pairs
+    ]
+    body = "[\n" + ",\n".join(lines) + "\n  ]" if lines else "[]"
+    return '{\n  "version": ' + str(FORMAT_VERSION) + ',\n  "charts": ' + body + "\n}\n"
+
+
+def write_layout(
+    directory: PathLike,
+    charts: "Layout",
+) -> None:
+    """Write `layout_text(charts)` as `directory`/metrics.json atomically (temp file, then
+    rename), as the recorder does: a reader sees the old file or the new one."""
+    path = os.path.join(os.fspath(directory), METRICS_JSON)
+    _replace_atomically(path, [layout_text(charts).encode("utf-8")])
+
+
 def resolve_metrics_dir(output_dir: Optional[str] = None) -> str:
     """`$METRICS` when set and not empty, else `<output_dir>/ocms_metrics`
     (`./ocms_metrics` when no output dir is given)."""
@@ -115,10 +171,18 @@ _OPEN_FLAGS = (
     | getattr(os, "O_CLOEXEC", 0)
     | getattr(os, "O_BINARY", 0)  # Windows would otherwise turn "\n" into "\r\n"
 )
+# Opening a FIFO must not wait for a peer, nor a symlink lead out of the directory.
+_NO_SURPRISES = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
 _UNSEEN = object()  # routing-table marker: a key not met yet (None marks a skipped key)
 _Route = Tuple["_Chart", int]
-PathLike = Union[str, "os.PathLike[str]"]
 MAX_PLANS = 64  # distinct key sets remembered for the fast path (eval steps add a few)
+# Rows kept in memory while the disk refuses them or their chart is being widened; past
+# this many, new rows are dropped (said once) so a dead disk cannot eat the training's RAM.
+MAX_PENDING_ROWS = 10_000
+# A CSV up to this size is widened on the caller's thread (a few ms); a bigger one on a
+# thread of its own, so that log() never waits for a copy (1 GB takes seconds).
+WIDEN_INLINE_BYTES = 1 << 20
+_COPY_BLOCK_BYTES = 1 << 16  # small: the copying thread lets go of the GIL at every read and write
 _TEMP_SUFFIX = ".tmp"
 # `.<file>.<pid>.tmp`: how _write_temp names the temp file of metrics.json or a CSV.
 _TEMP_NAME = re.compile(
@@ -167,14 +231,16 @@ def _repair_tail(path: str) -> Optional[int]:
     """Cut a partial last line (a row a crash or a full disk left half-written) so the next
     row starts on a fresh line. Returns the y-column count of the last row, None if none."""
     try:
-        size = os.stat(path).st_size
+        descriptor = os.open(path, os.O_RDWR | _NO_SURPRISES | getattr(os, "O_BINARY", 0))
     except FileNotFoundError:
         return None
-    if not os.path.isfile(path):
-        raise OSError(f"not a regular file: {path}")
-    if size == 0:
-        return None
-    with open(path, "rb+") as handle:
+    with open(descriptor, "rb+") as handle:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        size = info.st_size
+        if size == 0:
+            return None
         end, last_line = _last_complete_line(handle, size)
         if end < size:
             handle.truncate(end)
@@ -246,20 +312,94 @@ def _process_exists(pid: int) -> bool:
     return True
 
 
-def _narrowed(line: str, columns: int) -> Optional[str]:
-    """`line` cut to its step and first `columns` values (new columns come last); None when
-    nothing of it is left to write."""
-    if columns < 0:
-        return None
-    fields = line[:-1].split(",")[: 1 + columns]
-    return ",".join(fields) + "\n" if any(fields[1:]) else None
+def _read_layout_bytes(path: str) -> bytes:
+    """metrics.json's bytes: a regular file only, opened without blocking (a FIFO would wait
+    for a writer forever), at most MAX_METRICS_JSON_BYTES of it (a symlink to /dev/zero
+    would never end). Raises OSError or ValueError for anything else."""
+    descriptor = os.open(path, os.O_RDONLY | _NO_SURPRISES | getattr(os, "O_BINARY", 0))
+    with open(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise ValueError("not a regular file")
+        data = handle.read(MAX_METRICS_JSON_BYTES + 1)
+    if len(data) > MAX_METRICS_JSON_BYTES:
+        raise ValueError(f"larger than {MAX_METRICS_JSON_BYTES} bytes")
+    return data
 
 
-def _widened_rows(source: Iterable[bytes], width: int) -> Iterable[bytes]:
-    for line in source:
-        if line.endswith(b"\n"):  # _repair_tail already cut any partial last line
-            missing = width - line.count(b",")
-            yield line[:-1] + b"," * missing + b"\n" if missing > 0 else line
+def _widened_line(line: bytes, width: int) -> bytes:
+    missing = width - line.count(b",")
+    return line[:-1] + b"," * missing + b"\n" if missing > 0 else line
+
+
+def _widened_rows(source: Any, old_width: Optional[int], width: int) -> Iterator[bytes]:
+    """The whole rows of `source` with `width` value columns (empty fields added at the
+    end), a block at a time: when every row of a block has `old_width` columns, as the
+    recorder writes them, one bytes.replace widens it (a 1 GB copy then costs the copying
+    thread little interpreter time, which log() on the other thread needs)."""
+    rest = b""
+    padding = b"," * (width - old_width) if old_width is not None else b""
+    while True:
+        data = source.read(_COPY_BLOCK_BYTES)
+        if not data:
+            return  # `rest` is a partial last line: _repair_tail already cut any
+        data = rest + data
+        end = data.rfind(b"\n") + 1
+        block, rest = data[:end], data[end:]
+        rows = block.count(b"\n")
+        if padding and block.count(b",") == rows * old_width:  # type: ignore[operator]
+            yield block.replace(b"\n", padding + b"\n")
+        elif rows:
+            yield b"".join(_widened_line(line, width) for line in block.splitlines(True))
+
+
+class _Widening:
+    """A chart's CSV copied with `width` columns into a temp file, on a thread of its own.
+    The recorder appends nothing to the CSV meanwhile (its rows wait in memory) and renames
+    the copy over the CSV itself, right after metrics.json declares the new columns."""
+
+    def __init__(self, path: str, old_width: Optional[int], width: int) -> None:
+        self.path = path
+        self.old_width = old_width
+        self.width = width
+        self.temp_path: Optional[str] = None
+        self.error: Optional[BaseException] = None
+        self.source_id: Optional[Tuple[int, int, int]] = None
+        self.thread = threading.Thread(target=self.copy, name="ocms-recorder-widen", daemon=True)
+
+    def copy(self) -> None:
+        try:
+            with open(self.path, "rb") as source:
+                info = os.fstat(source.fileno())
+                self.source_id = (info.st_dev, info.st_ino, info.st_size)
+                rows = _widened_rows(source, self.old_width, self.width)
+                self.temp_path = _write_temp(self.path, rows, sync=True)
+        except BaseException as error:  # handed to the recorder, which says it once
+            self.error = error
+
+    @property
+    def done(self) -> bool:
+        return not self.thread.is_alive()
+
+    def source_unchanged(self) -> bool:
+        """True when the CSV is still the file copied (nobody replaced or appended to it)."""
+        try:
+            info = os.stat(self.path)
+        except OSError:
+            return False
+        return self.source_id == (info.st_dev, info.st_ino, info.st_size)
+
+    def wait(self) -> None:
+        if self.thread.ident is not None:  # started: a small copy runs on the caller's thread
+            self.thread.join()
+
+    def discard(self) -> None:
+        """Remove the copy; the recorder discards only a copy that has ended (it never
+        waits for one on the caller's thread but in finish())."""
+        self.wait()
+        if self.temp_path is not None:
+            with contextlib.suppress(OSError):
+                os.remove(self.temp_path)
+            self.temp_path = None
 
 
 class _Chart:
@@ -267,14 +407,18 @@ class _Chart:
 
     __slots__ = (
         "claimed",
+        "declared",
         "disk_width",
         "fd",
         "file_name",
         "name",
         "order",
         "path",
+        "pending",
+        "resumed",
         "retry_at",
         "trusted",
+        "widening",
         "y_axis",
     )
 
@@ -291,6 +435,13 @@ class _Chart:
         # True when rows already in the file are this chart's (resumed or written by us).
         self.trusted = False
         self.retry_at = 0.0
+        # Value columns metrics.json on disk declares for this chart (None: not in it). A
+        # row is appended only at exactly this width, so the CSV never has rows wider than
+        # declared; metrics.json declares a width only once the CSV has it (or is empty).
+        self.declared: Optional[int] = None
+        self.pending: List[str] = []  # rows waiting for the disk or a widening, in order
+        self.widening: Optional[_Widening] = None
+        self.resumed: Tuple[str, ...] = ()  # the y-axis names an earlier run left
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -307,7 +458,10 @@ class OcmsRecorder:
 
     Only construction may raise (ValueError for bad chart groups); afterwards every problem
     (full disk, unwritable or deleted directory, odd values) is logged once and training
-    goes on. One recorder per directory and per thread: it takes no locks.
+    goes on. Rows the disk refuses wait in memory (up to MAX_PENDING_ROWS) and are written
+    when it takes them again. One writer per directory: the recorder holds an advisory lock
+    on the directory until finish(); a second one says so and writes nothing meanwhile.
+    Call it from one thread (a big widening copies on a thread of its own).
     """
 
     health_check_interval_s = 1.0  # how often log() checks that its files still exist
@@ -335,20 +489,23 @@ class OcmsRecorder:
         self._warned: Set[str] = set()
         self._layout_dirty = False
         self._layout_retry_at = 0.0
+        self._layout_on_disk: Optional[str] = None  # the text of our last metrics.json
         self._next_health_check = 0.0
+        self._pending_rows = 0  # rows waiting in the charts' `pending` lists
+        self._copying = False  # a widened copy runs on its own thread
+        self._dropped_rows = 0
+        self._flush_at = 0.0  # when rows waiting for the disk are tried again
+        self._lock_fd = -1  # the directory, flock-ed while this recorder writes it
+        self._owner = False  # holds the directory (or the platform has no locks)
+        self._last_take_attempt = -math.inf
         self._mirror: Optional[Callable[..., Any]] = None
         # Key tuple -> [(chart, width, row template)], for calls whose keys were all met.
         self._plans: Dict[Tuple[Any, ...], List[Tuple[_Chart, int, str]]] = {}
         self._number_types: Set[type] = {float, int, bool}  # float() + repr() is exact
         if not self.active:
             return
-        try:
-            os.makedirs(self.log_dir, exist_ok=True)
-        except OSError as error:  # log() retries; there is no layout to resume
-            self._warn_os_error("create the directory", error)
-        else:
-            _remove_stale_temp_files(self.log_dir)
-            self._resume_layout()
+        _UNFINISHED.add(self)
+        self._take_directory(time.monotonic())
         if mirror_to_ocms:
             self._mirror = _find_ocms_mirror()
 
@@ -377,15 +534,19 @@ class OcmsRecorder:
             )
 
     def _log(self, step: Any, metrics: Mapping[str, Any]) -> None:
-        if type(step) is int and step >= 0:
+        if type(step) is int and 0 <= step <= MAX_STEP:
             step_text = str(step)
         else:
             step_text = self._step_text(step)
             if step_text is None:
                 return
         now = time.monotonic()
+        if not self._owner and not self._take_directory(now):
+            return
         if now >= self._next_health_check:
             self._check_health(now)
+        if self._copying:
+            self._poll_widenings()
         # Fast path: a key set met before, all values of number types met before. Then the
         # routing is known and each row is one str.format call over the values' reprs.
         keys = tuple(metrics)
@@ -402,21 +563,27 @@ class OcmsRecorder:
             lines = [(chart, width, row.format(step_text, *texts)) for chart, width, row in plan]
         if self._layout_dirty and now >= self._layout_retry_at:
             self._save_layout(now)  # before the rows: a widened chart is declared first
+        if self._pending_rows and now >= self._flush_at:
+            self._flush_all()
         write = os.write
         for chart, width, line in lines:
-            if chart.fd < 0 or chart.disk_width != width:
-                columns = self._prepare(chart, width)
-                if columns < width:
-                    line = _narrowed(line, columns)
-                    if line is None:
-                        continue
+            # The fast case: the chart's file is open, as wide as the row and as declared.
+            if (
+                chart.fd < 0
+                or chart.disk_width != width
+                or chart.declared != width
+                or chart.pending
+            ):
+                self._keep(chart, line)
+                continue
             data = line.encode()
             try:
                 written = write(chart.fd, data)
                 if written != len(data):
                     self._write_rest(chart, data, written)
             except OSError as error:
-                self._on_write_error(chart, error)
+                self._drop_file(chart, "write " + chart.file_name, error)
+                self._keep(chart, line)  # after the drop: it waits for the retry
         if self._mirror is not None:
             self._send_to_mirror(int(step_text), metrics)
 
@@ -486,6 +653,15 @@ class OcmsRecorder:
                 pass
         if number < 0:
             self._warn_once("step", "step %r is not a non-negative integer; snapshot skipped", step)
+            return None
+        if number > MAX_STEP:
+            self._warn_once(
+                "step-too-large",
+                "step %d is larger than %d (2^53 - 1, the largest a JavaScript number holds "
+                "exactly); snapshots with such steps are skipped",
+                number,
+                MAX_STEP,
+            )
             return None
         return str(number)
 
@@ -559,8 +735,10 @@ class OcmsRecorder:
     def _claim_column(self, chart: _Chart, key: str) -> Optional[int]:
         """The y-axis column for `key`: its sanitized name, suffixed `_2`, `_3`, ... when
         another key of this chart already sanitized to it. A resumed run matches columns
-        by name, so colliding keys claim them in this run's first-seen order. None (said
-        once) when the chart already has MAX_SERIES_PER_CHART series."""
+        by name: a key lands in the column it had before, unless the earlier run had keys
+        that sanitized to one name (`x`, `x_2`, ...): metrics.json does not say which key
+        held which of them, so this run's first-seen order decides, and that is said once.
+        None (said once) when the chart already has MAX_SERIES_PER_CHART series."""
         base = sanitize_key(key)
         name, suffix = base, 1
         while name in chart.claimed:
@@ -576,7 +754,7 @@ class OcmsRecorder:
                 key,
             )
             return None
-        if suffix > 1:
+        if suffix > 1 and f"ambiguous:{chart.name}:{base}" not in self._warned:
             self._warn_once(
                 f"collision:{chart.name}:{key}",
                 "chart %r: metric %r sanitizes to %r, which %r already uses; written as %r",
@@ -587,6 +765,8 @@ class OcmsRecorder:
                 name,
             )
         chart.claimed[name] = key
+        if name in chart.resumed:
+            self._warn_if_ambiguous(chart, base)
         if name in chart.y_axis:  # a column of the run being resumed
             return chart.y_axis.index(name)
         chart.y_axis.append(name)
@@ -594,168 +774,357 @@ class OcmsRecorder:
         self._plans.clear()  # their row templates have the old width
         return len(chart.y_axis) - 1
 
+    def _warn_if_ambiguous(self, chart: _Chart, base: str) -> None:
+        suffixed = re.compile(re.escape(base) + r"_([2-9]|[1-9][0-9]+)")
+        family = [name for name in chart.resumed if name == base or suffixed.fullmatch(name)]
+        if len(family) > 1:
+            self._warn_once(
+                f"ambiguous:{chart.name}:{base}",
+                "chart %r: the resumed columns %s were written by keys that sanitize to one "
+                "name; metrics.json does not say which key held which, so this run assigns "
+                "them in the order it meets its keys and cannot know that it matches",
+                chart.name,
+                ", ".join(family),
+            )
+
     def _add_chart(self, chart: _Chart) -> None:
         self._charts.append(chart)
         self._charts.sort(key=lambda each: each.order)
         self._charts_by_name[chart.name] = chart
 
+    # -- the directory ------------------------------------------------------------------
+
+    def _take_directory(self, now: float) -> bool:
+        """Create the directory and become its one writer: an advisory flock on the
+        directory itself (no extra file; the kernel drops it when this process dies). The
+        first time, also clear a dead recorder's temp files and resume its layout. False
+        (said once, tried again a health-check interval later) when another live recorder
+        holds it or the directory cannot be made."""
+        if now - self._last_take_attempt < self.health_check_interval_s:
+            return False
+        self._last_take_attempt = now
+        try:
+            os.makedirs(self.log_dir, exist_ok=True)
+            descriptor = self._lock_directory()
+        except OSError as error:
+            self._warn_os_error("create the directory", error)
+            return False
+        if descriptor is None:
+            self._warn_once(
+                "locked",
+                "another recorder (a live process) is writing %s; this one writes nothing "
+                "there while it does",
+                self.log_dir,
+            )
+            return False
+        self._lock_fd, self._owner = descriptor, True
+        if not self._charts:
+            _remove_stale_temp_files(self.log_dir)
+            self._resume_layout()
+        return True
+
+    def _lock_directory(self) -> Optional[int]:
+        """The directory's descriptor, flock-ed; -1 where locks do not exist or the
+        filesystem refuses them (written unlocked then); None when another holds it."""
+        if fcntl is None:
+            return -1
+        flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+        descriptor = os.open(self.log_dir, flags)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(descriptor)
+            return None
+        except OSError:  # e.g. a network filesystem without flock: one writer unchecked
+            os.close(descriptor)
+            return -1
+        return descriptor
+
+    def _release_directory(self) -> None:
+        self._owner = False
+        self._last_take_attempt = -math.inf
+        if self._lock_fd >= 0:
+            descriptor, self._lock_fd = self._lock_fd, -1
+            os.close(descriptor)  # closing the last descriptor drops the flock
+
+    def _lock_is_on(self, directory: os.stat_result) -> bool:
+        if self._lock_fd < 0:
+            return True
+        kept = os.fstat(self._lock_fd)
+        return (kept.st_dev, kept.st_ino) == (directory.st_dev, directory.st_ino)
+
     # -- files ------------------------------------------------------------------------
 
     def _resume_layout(self) -> None:
         """Adopt the charts of an existing metrics.json, so a resumed run appends to them
-        with the same columns instead of wiping them."""
+        with the same columns instead of wiping them. Anything but a layout this recorder
+        could have written (unreadable, not a regular file, too big, too deep, a chart whose
+        file is not `<name>.csv`) means a fresh layout, said once."""
         try:
-            with open(self._json_path, "rb") as handle:
-                document = json.loads(handle.read().decode("utf-8"))
+            document = json.loads(_read_layout_bytes(self._json_path).decode("utf-8"))
         except FileNotFoundError:
             return
-        except (OSError, ValueError) as error:
+        except Exception as error:  # OSError, ValueError, RecursionError (`[` x 100000)
             self._warn_once(
                 "resume", "cannot read %s (%s); starting a new layout", self._json_path, error
             )
             return
-        entries = document.get("charts") if isinstance(document, dict) else None
-        charts: List[_Chart] = []
+        charts = _resumable_charts(document)
+        if charts is None:
+            self._warn_once(
+                "resume",
+                "%s is not a layout this recorder can append to; starting a new layout",
+                self._json_path,
+            )
+            return
         group_order = {name: index for index, (name, _) in enumerate(self._groups)}
-        for position, entry in enumerate(entries if isinstance(entries, list) else [None]):
-            if not isinstance(entry, dict):
-                entry = {}
-            y_axis = entry.get("y_axis")
-            if not (
-                is_valid_name(entry.get("name"))
-                and is_plain_file_name(entry.get("file"))
-                and isinstance(y_axis, list)
-                and all(isinstance(name, str) for name in y_axis)
-            ):
-                self._warn_once(
-                    "resume",
-                    "%s is not a layout this recorder can append to; starting a new one",
-                    self._json_path,
-                )
-                return
-            order = group_order.get(entry["name"], len(self._groups) + position)
-            chart = _Chart(entry["name"], entry["file"], self.log_dir, list(y_axis), order)
+        for position, (name, y_axis) in enumerate(charts):
+            order = group_order.get(name, len(self._groups) + position)
+            chart = _Chart(name, chart_file_name(name), self.log_dir, list(y_axis), order)
             chart.trusted = True
-            charts.append(chart)
-        for chart in charts:
+            chart.declared = len(y_axis)
+            chart.resumed = tuple(y_axis)
             self._add_chart(chart)
 
     def _save_layout(self, now: float) -> None:
-        """Rewrite metrics.json atomically; on failure say so once and retry later.
-
-        Every chart it declares gets its CSV first (created, or widened into a temp file),
-        so that the rename of metrics.json and the rename of a widened CSV come back to
-        back: a reader (or a crash) between them meets declared columns the rows lack for
-        microseconds instead of for the whole rewrite. That order (metrics.json first) is
-        the one a resumed recorder repairs: it widens rows narrower than declared.
-        """
-        lines = []
-        for chart in self._charts:
-            if chart.y_axis:
-                description = {
-                    "name": chart.name,
-                    "file": chart.file_name,
-                    "x_axis": X_AXIS,
-                    "y_axis": chart.y_axis,
-                }
-                lines.append("    " + json.dumps(description))
-        body = "[\n" + ",\n".join(lines) + "\n  ]" if lines else "[]"
-        text = '{\n  "version": ' + str(FORMAT_VERSION) + ',\n  "charts": ' + body + "\n}\n"
+        """Rewrite metrics.json atomically, declaring of each chart only the columns its CSV
+        has (or will have the instant after: a widened copy waits in a temp file, renamed
+        right after metrics.json, so the two renames come back to back). So metrics.json is
+        never ahead of its CSVs for longer than between two renames, and a resumed recorder
+        repairs that order (it widens rows narrower than declared). What cannot be declared
+        yet (a CSV that cannot be made or widened now, a big copy still running) keeps the
+        layout dirty: retried a health-check interval later, or when the copy is done."""
+        declared: List[Tuple[_Chart, int]] = []
         widened: List[Tuple[_Chart, str]] = []
         try:
             os.makedirs(self.log_dir, exist_ok=True)
             for chart in self._charts:
                 if chart.y_axis:
-                    self._stage_for_layout(chart, widened)
-            # Synced too when CSVs wait: then the rename need not flush, so the writer goes
-            # straight on to the CSV renames instead of sleeping between them.
-            _replace_atomically(self._json_path, [text.encode("utf-8")], sync=bool(widened))
+                    width = self._stage_for_layout(chart, widened)
+                    if width is not None:
+                        declared.append((chart, width))
+            text = layout_text((chart.name, chart.y_axis[:width]) for chart, width in declared)
+            if text != self._layout_on_disk or widened:
+                # Synced too when CSVs wait: then the rename need not flush, so the writer
+                # goes straight on to the CSV renames instead of sleeping between them.
+                _replace_atomically(self._json_path, [text.encode("utf-8")], sync=bool(widened))
+                self._layout_on_disk = text
         except OSError as error:
-            for _, temp_path in widened:
-                with contextlib.suppress(OSError):
-                    os.remove(temp_path)
+            for chart, _ in widened:
+                self._discard_widening(chart)
             self._layout_retry_at = now + self.health_check_interval_s
             self._warn_os_error("write " + METRICS_JSON, error)
             return
-        self._layout_dirty = False
+        for chart in self._charts:
+            chart.declared = None
+        for chart, width in declared:
+            chart.declared = width
         for chart, temp_path in widened:
+            copied_aside = chart.widening is not None and chart.widening.thread.ident is not None
+            chart.widening = None
             try:
                 os.replace(temp_path, chart.path)
+                if copied_aside:
+                    # The last descriptor of the replaced file: closing it frees its blocks,
+                    # which takes tens of ms for a GB. Not on the caller's thread either.
+                    threading.Thread(target=os.close, args=(chart.fd,), daemon=True).start()
+                    chart.fd = -1
                 chart.close()
-                chart.fd = os.open(chart.path, _OPEN_FLAGS, 0o644)
-                chart.disk_width = len(chart.y_axis)
+                self._open(chart)
             except OSError as error:
                 with contextlib.suppress(OSError):
                     os.remove(temp_path)
                 self._drop_file(chart, "widen " + chart.file_name, error)
+        self._layout_dirty = any(
+            chart.declared != len(chart.y_axis) for chart in self._charts if chart.y_axis
+        )
+        if self._layout_dirty:
+            # While a copy runs, the next save is when it is done (_poll_widenings says).
+            copying = any(chart.widening for chart in self._charts)
+            self._layout_retry_at = math.inf if copying else now + self.health_check_interval_s
+        self._flush_all()
 
-    def _stage_for_layout(self, chart: _Chart, widened: List[Tuple[_Chart, str]]) -> None:
-        """Before metrics.json declares `chart`: make sure its CSV exists, and write its rows
-        widened to the declared columns into a temp file (renamed once metrics.json is).
-        A widening that fails raises: metrics.json then keeps declaring what is on disk."""
+    def _stage_for_layout(self, chart: _Chart, widened: List[Tuple[_Chart, str]]) -> Optional[int]:
+        """How many of `chart`'s columns metrics.json may declare now (None: leave the chart
+        out). Makes sure the CSV exists first; a CSV with fewer columns than the chart has
+        gets a widened copy: made here when small (added to `widened`, renamed after
+        metrics.json), started on a thread of its own when big (declared once done)."""
+        width = len(chart.y_axis)
         if chart.fd < 0:
-            if time.monotonic() < chart.retry_at:
-                return
             try:
+                if time.monotonic() < chart.retry_at:
+                    raise OSError(errno.EAGAIN, "waiting to retry")
                 self._open(chart)
             except OSError as error:  # this chart only; the others may still change
-                self._drop_file(chart, "open " + chart.file_name, error)
-                return
-        width = len(chart.y_axis)
-        if chart.disk_width is not None and chart.disk_width < width:
-            with open(chart.path, "rb") as source:
-                rows = _widened_rows(source, width)
-                widened.append((chart, _write_temp(chart.path, rows, sync=True)))
+                if error.errno != errno.EAGAIN:
+                    self._drop_file(chart, "open " + chart.file_name, error)
+                return chart.declared if os.path.isfile(chart.path) else None
+        if chart.disk_width is None or chart.disk_width == width:
+            chart.disk_width = width  # an empty file takes any width
+            return width
+        if chart.disk_width > width:
+            self._warn_wider(chart, width)
+            chart.disk_width = width
+            return width
+        temp_path = self._widened_copy(chart, width)
+        if temp_path is None:
+            return chart.declared if chart.declared == chart.disk_width else None
+        widened.append((chart, temp_path))
+        return width
 
-    def _prepare(self, chart: _Chart, width: int) -> int:
-        """Open the chart's CSV if needed and widen the rows on disk to `width` columns.
-        Returns how many value columns the row may have: `width`; fewer while metrics.json
-        cannot declare the new ones (rows wider than declared would break the directory);
-        -1 (said once) when the file cannot be written now and the row is dropped."""
+    def _widened_copy(self, chart: _Chart, width: int) -> Optional[str]:
+        """A temp file holding the CSV's rows with `width` columns, or None while a copy on
+        its own thread is running (or failed: said once, retried later)."""
+        job = chart.widening
+        if job is not None and job.width != width:
+            if not job.done:
+                return None  # another key came meanwhile: copy again, wider, once this ends
+            self._discard_widening(chart)
+            job = None
+        if job is None:
+            job = _Widening(chart.path, chart.disk_width, width)
+            chart.widening = job
+            if os.fstat(chart.fd).st_size > WIDEN_INLINE_BYTES:
+                job.thread.start()
+                self._copying = True
+                return None
+            job.copy()  # small: a few ms on this thread keep the renames in one log() call
+        if not job.done:
+            return None
+        if job.error is not None or job.temp_path is None or not job.source_unchanged():
+            error = job.error if isinstance(job.error, OSError) else None
+            self._discard_widening(chart)
+            if job.error is not None and not isinstance(job.error, OSError):
+                raise job.error  # e.g. KeyboardInterrupt on this thread: not ours to keep
+            chart.retry_at = time.monotonic() + self.health_check_interval_s
+            if error is not None:
+                self._drop_file(chart, "widen " + chart.file_name, error)
+            return None
+        return job.temp_path
+
+    def _warn_wider(self, chart: _Chart, width: int) -> None:
+        self._warn_once(
+            "wider:" + chart.name,
+            "%s has rows wider than its %d y-axis columns; appending anyway",
+            chart.path,
+            width,
+        )
+
+    def _discard_widening(self, chart: _Chart) -> None:
+        if chart.widening is not None:
+            job, chart.widening = chart.widening, None
+            job.discard()
+
+    def _poll_widenings(self) -> None:
+        """A copy finished on its thread: declare it (and rename it) right away."""
+        self._copying = False
+        for chart in self._charts:
+            if chart.widening is not None:
+                if chart.widening.done:
+                    self._layout_dirty = True
+                    self._layout_retry_at = 0.0
+                else:
+                    self._copying = True
+
+    def _keep(self, chart: _Chart, line: str) -> None:
+        """A row that cannot be appended right now: keep it (bounded) and try the chart."""
+        if self._pending_rows >= MAX_PENDING_ROWS:
+            self._dropped_rows += 1
+            self._warn_once(
+                "pending-full",
+                "%d rows are waiting in memory for %s; further rows are dropped until the "
+                "disk takes them",
+                MAX_PENDING_ROWS,
+                self.log_dir,
+            )
+            return
+        chart.pending.append(line)
+        self._pending_rows += 1
+        if len(chart.pending) == 1:
+            self._flush(chart)
+
+    def _flush_all(self) -> None:
+        for chart in self._charts:
+            if chart.pending:
+                self._flush(chart)
+        if self._pending_rows:
+            self._flush_at = time.monotonic() + self.health_check_interval_s
+
+    def _flush(self, chart: _Chart) -> None:
+        """Append the chart's waiting rows that its declared width holds, widened to it
+        (a row logged before a column was added has fewer fields). Rows wider than
+        declared wait for metrics.json; a failing write keeps them all."""
+        if chart.widening is not None or chart.declared is None:
+            return
         try:
             if chart.fd < 0:
                 if time.monotonic() < chart.retry_at:
-                    return -1
+                    return
                 self._open(chart)
+            width = chart.declared
             if chart.disk_width is not None and chart.disk_width < width:
-                if self._layout_dirty:
-                    return chart.disk_width
-                self._widen(chart, width)  # rows narrower than declared: a crash's leftover
+                # Rows narrower than declared: a crash's leftover between the two renames.
+                temp_path = self._widened_copy(chart, width)
+                if temp_path is None:
+                    return
+                chart.widening = None
+                os.replace(temp_path, chart.path)
+                chart.close()
+                self._open(chart)
             elif chart.disk_width is not None and chart.disk_width > width:
-                self._warn_once(
-                    "wider:" + chart.name,
-                    "%s has rows wider than its %d y-axis columns; appending anyway",
-                    chart.path,
-                    width,
-                )
+                self._warn_wider(chart, width)
             chart.disk_width = width
-            return width
+            # The first row alone, then the rest: a disk that still refuses costs one row's
+            # write per retry, not a join of every waiting row.
+            for batch in (1, MAX_PENDING_ROWS):
+                ready = 0
+                for line in chart.pending[:batch]:
+                    if line.count(",") > width:
+                        break
+                    ready += 1
+                if not ready:
+                    return
+                data = "".join(
+                    line[:-1] + "," * (width - line.count(",")) + "\n"
+                    for line in chart.pending[:ready]
+                ).encode()
+                written = os.write(chart.fd, data)
+                if written != len(data):
+                    self._write_rest(chart, data, written)
+                del chart.pending[:ready]
+                self._pending_rows -= ready
         except OSError as error:
-            self._drop_file(chart, "open " + chart.file_name, error)
-            return -1
+            self._drop_file(chart, "write " + chart.file_name, error)
 
     def _open(self, chart: _Chart) -> None:
+        """Open the chart's CSV for appending, creating it; cut a partial last line. A file
+        that is not a regular one (a FIFO, a symlink, a device) or, for a chart metrics.json
+        did not describe, one that has rows, is moved aside first: a chart file is always
+        this chart's own regular `<name>.csv`."""
         os.makedirs(self.log_dir, exist_ok=True)
-        if not chart.trusted and os.path.isfile(chart.path) and os.path.getsize(chart.path):
-            # Rows of an unknown layout: keep them, but out of this chart's way.
+        try:
+            info: Optional[os.stat_result] = os.lstat(chart.path)
+        except FileNotFoundError:
+            info = None
+        if info is not None and (
+            not stat.S_ISREG(info.st_mode) or (not chart.trusted and info.st_size)
+        ):
             aside = f"{chart.path}.old-{int(time.time())}"
             os.replace(chart.path, aside)
             self._warn_once(
                 "aside:" + chart.name,
-                "%s was not described by metrics.json; moved it to %s",
+                "%s was not this chart's file (not described by metrics.json, or not a "
+                "regular file); moved it to %s",
                 chart.path,
                 aside,
             )
         chart.disk_width = _repair_tail(chart.path)
-        chart.fd = os.open(chart.path, _OPEN_FLAGS, 0o644)
+        descriptor = os.open(chart.path, _OPEN_FLAGS | _NO_SURPRISES, 0o644)
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            os.close(descriptor)
+            raise OSError(errno.EINVAL, "not a regular file", chart.path)
+        chart.fd = descriptor
         chart.trusted = True
-
-    def _widen(self, chart: _Chart, width: int) -> None:
-        """Give every row on disk `width` value columns (empty fields for the new ones)."""
-        chart.close()
-        with open(chart.path, "rb") as source:
-            _replace_atomically(chart.path, _widened_rows(source, width))
-        chart.fd = os.open(chart.path, _OPEN_FLAGS, 0o644)
 
     def _write_rest(self, chart: _Chart, data: bytes, written: int) -> None:
         """Finish a short write; if that fails, take back the part already written so the
@@ -772,20 +1141,28 @@ class OcmsRecorder:
                 os.ftruncate(chart.fd, os.fstat(chart.fd).st_size - written)
             raise
 
-    def _on_write_error(self, chart: _Chart, error: OSError) -> None:
-        # Reopening repairs the tail, so a half-written row never glues onto the next one.
-        self._drop_file(chart, "write " + chart.file_name, error)
-
     def _drop_file(self, chart: _Chart, action: str, error: OSError) -> None:
+        # Reopening repairs the tail, so a half-written row never glues onto the next one.
         self._warn_os_error(action, error)
         with contextlib.suppress(OSError):
             chart.close()
         chart.retry_at = time.monotonic() + self.health_check_interval_s
+        self._flush_at = min(self._flush_at, chart.retry_at)
 
     def _check_health(self, now: float) -> None:
         """Recreate what someone deleted or moved away under a running recorder: the
-        directory, metrics.json, a CSV (the path no longer names the file kept open)."""
+        directory (locked anew), metrics.json, a CSV (the path no longer names the file kept
+        open). Also notice a copy that finished on its thread."""
         self._next_health_check = now + self.health_check_interval_s
+        self._poll_widenings()
+        try:
+            moved = not self._lock_is_on(os.stat(self.log_dir))
+        except OSError:
+            moved = True
+        if moved:
+            self._release_directory()
+            if not self._take_directory(now):
+                return
         for chart in self._charts:
             if chart.fd >= 0:
                 try:
@@ -797,6 +1174,7 @@ class OcmsRecorder:
                     chart.close()
                     chart.disk_width = None
         if any(chart.y_axis for chart in self._charts) and not os.path.isfile(self._json_path):
+            self._layout_on_disk = None
             self._layout_dirty = True
             self._layout_retry_at = now
 
@@ -822,15 +1200,38 @@ class OcmsRecorder:
 
 
     def finish(self) -> None:
-        """Write a pending metrics.json and close the files. Safe to call twice; a later
-        log() opens them again."""
-        if not self.active:
+        """Wait for a widening still copying, write what waits (metrics.json, rows), close
+        the files and let go of the directory. Safe to call twice; a later log() takes the
+        directory and opens the files again. Rows still waiting are said once."""
+        if not self.active or not self._owner:
             return
         try:
-            if self._layout_dirty:
-                self._save_layout(time.monotonic())
             for chart in self._charts:
+                chart.retry_at = 0.0  # one more try of every file, now
+            # Twice at most: a copy that ended at a width that is no longer the chart's
+            # starts one more, at the final width.
+            for _ in range(3):
+                for chart in self._charts:
+                    if chart.widening is not None:
+                        chart.widening.wait()
+                self._poll_widenings()
+                if self._layout_dirty:
+                    self._save_layout(time.monotonic())
+                if not any(chart.widening for chart in self._charts):
+                    break
+            self._flush_all()
+            if self._pending_rows:
+                self._warn_once(
+                    "finish-pending",
+                    "finish(): %d rows could not be written to %s (they stay in memory; a "
+                    "later log() tries again)",
+                    self._pending_rows,
+                    self.log_dir,
+                )
+            for chart in self._charts:
+                self._discard_widening(chart)
                 chart.close()
+            self._release_directory()
         except Exception as error:
             self._warn_once("finish", "finish() failed: %r", error)
 
@@ -838,6 +1239,7 @@ class OcmsRecorder:
         try:
             for chart in self._charts:
                 chart.close()
+            self._release_directory()
         except Exception:  # half-built, or the interpreter is shutting down
             pass
 
@@ -851,10 +1253,11 @@ class OcmsRecorder:
         # One warning per kind of failure (a full disk fails every file the same way).
         self._warn_once(
             f"os:{error.errno}",
-            "cannot %s in %s (%s); metrics are dropped until it works again",
+            "cannot %s in %s (%s); rows wait in memory (up to %d) until it works again",
             action,
             self.log_dir,
             error,
+            MAX_PENDING_ROWS,
         )
 
     def _warn_once(self, token: str, message: str, *args: Any) -> None:
@@ -872,6 +1275,18 @@ class OcmsRecorder:
             )
 
 
+# Recorders alive at interpreter exit are finished then: rows that waited in memory (for a
+# widening copy, for the disk) are written even by a script that never calls finish().
+_UNFINISHED: "weakref.WeakSet[OcmsRecorder]" = weakref.WeakSet()
+
+
+@atexit.register
+def _finish_at_exit() -> None:
+    for recorder in list(_UNFINISHED):
+        if recorder._pending_rows or recorder._copying:
+            recorder.finish()
+
+
 def _find_ocms_mirror() -> Optional[Callable[..., Any]]:
     """`ocms.log` of the proprietary ocms package, when installed. Its API is not public:
     `log(step=, metrics=)` is the one call assumed, and the first failure turns the mirror
@@ -883,6 +1298,35 @@ def _find_ocms_mirror() -> Optional[Callable[..., Any]]:
         return log if callable(log) else None
     except Exception:
         return None
+
+
+def _resumable_charts(document: Any) -> Optional[List[Tuple[str, List[str]]]]:
+    """(name, y-axis) of each chart of a metrics.json document the recorder may append to:
+    the format's structure and limits, each chart's file its own `<name>.csv`. None
+    otherwise (then the recorder starts a fresh layout)."""
+    if not isinstance(document, dict) or document.get("version") != FORMAT_VERSION:
+        return None
+    entries = document.get("charts")
+    if not isinstance(entries, list) or len(entries) > MAX_CHARTS:
+        return None
+    charts: List[Tuple[str, List[str]]] = []
+    for entry in entries:
+        if not isinstance(entry, dict):
+            return None
+        name, y_axis = entry.get("name"), entry.get("y_axis")
+        if not (
+            is_valid_name(name)
+            and len(name) <= MAX_CHART_NAME_LENGTH
+            and entry.get("file") == chart_file_name(name)
+            and isinstance(y_axis, list)
+            and len(y_axis) <= MAX_SERIES_PER_CHART
+            and all(is_valid_name(each) for each in y_axis)
+            and len(set(y_axis)) == len(y_axis)
+            and name not in {known for known, _ in charts}
+        ):
+            return None
+        charts.append((name, y_axis))
+    return charts
 
 
 def _validate_chart_groups(groups: List[ChartGroup]) -> None:
@@ -901,6 +1345,12 @@ def _validate_chart_groups(groups: List[ChartGroup]) -> None:
         name = group[0]
         if not is_valid_name(name):
             raise ValueError(f"chart name {name!r}: ocms allows only letters, digits, '_' and '-'")
+        if len(name) > MAX_CHART_NAME_LENGTH:
+            raise ValueError(
+                f"chart name {name[:20]!r}... is {len(name)} characters long; at most "
+                f"{MAX_CHART_NAME_LENGTH} (its file name and a temp file beside it must fit "
+                "a 255-byte file name)"
+            )
         if name in seen:
             raise ValueError(f"chart name {name!r} is used by two chart groups")
         seen.add(name)

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ocms_recorder import write_layout as write_layout  # the one metrics.json writer
 from textual.app import App
 from textual.pilot import Pilot
 
@@ -35,22 +36,6 @@ async def wait_for(pilot: Pilot, condition: Callable[[], bool], timeout: float =
 
 async def wait_for_text(pilot: Pilot, *texts: str, timeout: float = 15.0) -> None:
     await wait_for(pilot, lambda: all(text in screen_text(pilot.app) for text in texts), timeout)
-
-
-def write_layout(directory: Path, charts: dict[str, list[str]]) -> None:
-    """metrics.json for `charts` (name -> y-axis names), written atomically like the recorder."""
-    import json
-
-    layout = {
-        "version": 1,
-        "charts": [
-            {"name": name, "file": f"{name}.csv", "x_axis": "step", "y_axis": y_axis}
-            for name, y_axis in charts.items()
-        ],
-    }
-    temporary = directory / ".metrics.json.tmp"
-    temporary.write_text(json.dumps(layout), encoding="utf-8")
-    temporary.replace(directory / "metrics.json")
 
 
 def append_rows(path: Path, rows: list[str]) -> None:

@@ -1,8 +1,10 @@
 """OcmsRecorder: the API, the layout it writes, and how it maps metrics onto charts.
-Faults, resuming, ranks and import hygiene are in test_recorder_faults.py."""
+Resuming into an existing directory is in test_recorder_resume.py, faults while training in
+test_recorder_faults.py, ranks and the one-stdlib-file promise in test_recorder_portability.py."""
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -17,22 +19,27 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from ocms_recorder import DEFAULT_CHART_GROUPS, OcmsRecorder, sanitize_key
+from ocms_recorder import (
+    DEFAULT_CHART_GROUPS,
+    MAX_CHART_NAME_LENGTH,
+    MAX_STEP,
+    OcmsRecorder,
+    sanitize_key,
+)
 from test_recorder_support import (
+    RECORDER_DIR,
     TEN_METRICS,
     assert_consistent,
     read_layout,
     read_rows,
+    run_python,
     warnings_from_recorder,
     y_axes,
 )
 
+from ocms_tui.checker import check_directory
 
-@pytest.fixture(autouse=True)
-def _rank_zero_outside_launchers(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("METRICS", "RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.delenv("LOCAL_RANK", raising=False)
+pytestmark = pytest.mark.usefixtures("no_launcher_environment")
 
 
 def test_from_output_dir_prefers_the_metrics_variable(
@@ -215,6 +222,7 @@ def test_custom_groups_route_each_key_to_the_first_group_that_accepts_it(tmp_pat
         ([("loss", "not callable")], "pair"),
         ([("loss",)], "pair"),
         ([], "empty"),
+        ([("x" * (MAX_CHART_NAME_LENGTH + 1), bool)], "at most 100"),
     ],
 )
 def test_bad_chart_groups_raise_a_clear_value_error_at_construction(
@@ -223,6 +231,15 @@ def test_bad_chart_groups_raise_a_clear_value_error_at_construction(
     with pytest.raises(ValueError, match=message):
         OcmsRecorder(log_dir=str(tmp_path), chart_groups=groups)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_chart_name_of_the_longest_allowed_length_is_written(tmp_path: Path) -> None:
+    name = "x" * MAX_CHART_NAME_LENGTH
+    with OcmsRecorder(log_dir=str(tmp_path), chart_groups=[(name, bool)]) as recorder:
+        recorder.log(step=0, metrics={"a": 1.0})
+        recorder.log(step=1, metrics={"a": 1.0, "b": 2.0})  # a widening's temp file fits too
+    assert read_rows(tmp_path, name + ".csv") == [["0", "1.0", ""], ["1", "1.0", "2.0"]]
+    assert check_directory(tmp_path).problems == ()
 
 
 def test_six_groups_are_allowed(tmp_path: Path) -> None:
@@ -251,6 +268,96 @@ def test_a_late_key_widens_its_chart_with_atomic_rewrites(tmp_path: Path) -> Non
         recorder.log(step=4, metrics={"loss": 0.25})
     assert read_rows(tmp_path, "loss.csv")[-1] == ["4", "0.25", ""]
     assert_consistent(tmp_path)
+
+
+# The copy of a big chart is held at its first read (an audit hook on the copying thread's
+# open) until the caller has logged 50 more steps: a log() that waited for the copy would
+# deadlock here, and the hook's timeout would then let the copy go and report it.
+WIDENING_OFF_THE_CALLERS_THREAD = """
+import json, os, sys, threading
+sys.path.insert(0, sys.argv[2])
+from ocms_recorder import WIDEN_INLINE_BYTES, OcmsRecorder, write_layout
+directory = sys.argv[1]
+csv_path = os.path.join(directory, "loss.csv")
+rows = WIDEN_INLINE_BYTES // 10 + 1000
+write_layout(directory, {"loss": ["loss"]})
+with open(csv_path, "wb") as handle:
+    handle.write(b"".join(b"%d,0.5\\n" % step for step in range(rows)))
+size_before = os.path.getsize(csv_path)
+caller_went_on = threading.Event()
+held = []
+def hold_the_copy(event, args):
+    if event == "open" and args[0] == csv_path and threading.current_thread().name == "ocms-recorder-widen":
+        held.append(caller_went_on.wait(timeout=60))
+sys.addaudithook(hold_the_copy)
+recorder = OcmsRecorder(log_dir=directory)
+recorder.health_check_interval_s = 0.0
+recorder.log(step=rows, metrics={"loss": 0.25, "eval_loss": 0.125})  # a new column: widen
+for step in range(rows + 1, rows + 51):
+    recorder.log(step=step, metrics={"loss": 0.25, "eval_loss": 0.125})
+if sys.argv[3] == "another-key-meanwhile":  # and metrics.json lost: saved again meanwhile
+    os.remove(os.path.join(directory, "metrics.json"))
+    recorder.log(step=rows + 51, metrics={"loss": 0.25, "x_loss": 1.0})
+with open(os.path.join(directory, "metrics.json")) as handle:
+    declared = json.load(handle)["charts"][0]["y_axis"]
+size_while_copying = os.path.getsize(csv_path)
+caller_went_on.set()
+recorder.finish()
+unchanged = size_while_copying == size_before
+print(json.dumps({"held": held, "declared": declared, "rows": rows, "unchanged": unchanged}))
+"""
+
+
+@pytest.mark.parametrize("mode", ["one-key", "another-key-meanwhile"])
+def test_a_big_chart_is_widened_off_the_callers_thread_and_keeps_every_row(
+    tmp_path: Path, mode: str
+) -> None:
+    result = run_python(WIDENING_OFF_THE_CALLERS_THREAD, tmp_path, RECORDER_DIR, mode)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["held"][0] is True, "log() waited for the copy"
+    # While the copy ran, metrics.json and the CSV stayed as they were: the new rows waited.
+    assert report["declared"] == ["loss"] and report["unchanged"]
+    rows = report["rows"]
+    written = read_rows(tmp_path, "loss.csv")
+    assert written[0][:2] == ["0", "0.5"] and written[rows - 1][:2] == [str(rows - 1), "0.5"]
+    logged = [[str(step), "0.25", "0.125"] for step in range(rows, rows + 51)]
+    if mode == "one-key":
+        assert y_axes(tmp_path) == {"loss": ["loss", "eval_loss"]}
+        assert written[rows:] == logged
+    else:  # the first copy ran to its end unused, then a second one, wider
+        assert y_axes(tmp_path) == {"loss": ["loss", "eval_loss", "x_loss"]}
+        last = [str(rows + 51), "0.25", "", "1.0"]
+        assert written[rows:] == [*([*row, ""] for row in logged), last]
+    assert check_directory(tmp_path).problems == ()
+    assert_consistent(tmp_path)
+
+
+EXIT_DURING_A_WIDENING = """
+import os, sys
+sys.path.insert(0, sys.argv[2])
+from ocms_recorder import WIDEN_INLINE_BYTES, OcmsRecorder, write_layout
+rows = WIDEN_INLINE_BYTES // 10 + 1000
+write_layout(sys.argv[1], {"loss": ["loss"]})
+with open(os.path.join(sys.argv[1], "loss.csv"), "wb") as handle:
+    handle.write(b"".join(b"%d,0.5\\n" % step for step in range(rows)))
+recorder = OcmsRecorder(log_dir=sys.argv[1])
+for step in range(rows, rows + 20):
+    recorder.log(step=step, metrics={"loss": 0.25, "eval_loss": 0.125})
+print(rows)  # and exit without finish(): the rows that wait for the copy are written anyway
+"""
+
+
+def test_rows_waiting_for_a_widening_are_written_when_the_script_exits_without_finish(
+    tmp_path: Path,
+) -> None:
+    result = run_python(EXIT_DURING_A_WIDENING, tmp_path, RECORDER_DIR)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    rows = int(result.stdout)
+    written = read_rows(tmp_path, "loss.csv")
+    assert written[rows:] == [[str(step), "0.25", "0.125"] for step in range(rows, rows + 20)]
+    assert y_axes(tmp_path) == {"loss": ["loss", "eval_loss"]}
+    assert check_directory(tmp_path).problems == ()
 
 
 def test_rows_are_on_disk_as_soon_as_log_returns(tmp_path: Path) -> None:
@@ -373,7 +480,9 @@ def test_a_predicate_that_raises_counts_as_not_accepting(
     assert len(warnings_from_recorder(caplog)) == 1
 
 
-@pytest.mark.parametrize("step", [-1, 2.5, "ten", None, np.float64(-3.0)])
+@pytest.mark.parametrize(
+    "step", [-1, 2.5, "ten", None, np.float64(-3.0), MAX_STEP + 1, 2**63, np.uint64(2**63)]
+)
 def test_a_step_that_is_not_a_non_negative_integer_skips_the_snapshot(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, step: Any
 ) -> None:
@@ -384,6 +493,14 @@ def test_a_step_that_is_not_a_non_negative_integer_skips_the_snapshot(
         recorder.log(step=5, metrics={"loss": 2.0})
     assert read_rows(tmp_path, "loss.csv") == [["5", "2.0"]]
     assert len(warnings_from_recorder(caplog)) == 1
+
+
+def test_the_largest_step_is_written_and_passes_the_check(tmp_path: Path) -> None:
+    with OcmsRecorder(log_dir=str(tmp_path)) as recorder:
+        recorder.log(step=MAX_STEP, metrics={"loss": 1.0})
+        recorder.log(step=np.int64(MAX_STEP), metrics={"loss": 2.0})
+    assert read_rows(tmp_path, "loss.csv") == [[str(MAX_STEP), "1.0"], [str(MAX_STEP), "2.0"]]
+    assert check_directory(tmp_path).problems == ()
 
 
 @pytest.mark.parametrize("metrics", [None, ["loss", 1.0], 3.0])
@@ -409,11 +526,13 @@ def test_finish_is_idempotent_and_a_later_log_appends_again(tmp_path: Path) -> N
     assert read_rows(tmp_path, "loss.csv") == [["0", "1.0", ""], ["1", "2.0", "3.0"]]
 
 
-def test_the_context_manager_closes_its_files(tmp_path: Path) -> None:
+def test_the_context_manager_closes_its_files_and_lets_go_of_the_directory(
+    tmp_path: Path,
+) -> None:
     with OcmsRecorder(log_dir=str(tmp_path)) as recorder:
         recorder.log(step=0, metrics=TEN_METRICS)
         open_before = len(os.listdir("/proc/self/fd"))
-    assert len(os.listdir("/proc/self/fd")) == open_before - 6
+    assert len(os.listdir("/proc/self/fd")) == open_before - 7  # six CSVs and the lock
 
 
 def test_a_disabled_recorder_writes_nothing(tmp_path: Path) -> None:
@@ -539,5 +658,36 @@ def test_any_sequence_of_snapshots_is_written_exactly(snapshots: list[dict[str, 
                 assert read_rows(Path(directory), name + ".csv") == [
                     [row["step"], *(row.get(column, "") for column in y_axis)] for row in rows
                 ]
+    finally:
+        logging.getLogger("ocms_recorder").disabled = False
+
+
+_ANY_STEP = st.one_of(st.integers(min_value=-10, max_value=2**64), st.sampled_from([MAX_STEP]))
+_ANY_KEY = st.one_of(st.sampled_from(_KEYS), st.text(max_size=8).map(lambda text: text + "_loss"))
+_ANY_VALUE = st.one_of(st.floats(), st.integers(min_value=-(2**70), max_value=2**70), st.text())
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.tuples(_ANY_STEP, st.dictionaries(_ANY_KEY, _ANY_VALUE, max_size=5)), max_size=15)
+)
+def test_whatever_is_logged_the_directory_passes_the_check(
+    calls: list[tuple[int, dict[str, Any]]],
+) -> None:
+    """Steps up to 2^64, any float (nan, inf, 5e-324, 1e308), huge integers, any key text:
+    the recorder's own output never has an error `--check` reports (warnings are allowed:
+    nan/inf values, steps that go back)."""
+    logging.getLogger("ocms_recorder").disabled = True  # many expected warnings
+    try:
+        with tempfile.TemporaryDirectory() as directory:
+            with OcmsRecorder(log_dir=directory) as recorder:
+                for step, metrics in calls:
+                    recorder.log(step=step, metrics=metrics)
+            if not os.path.exists(os.path.join(directory, "metrics.json")):
+                assert os.listdir(directory) == []  # nothing usable was logged
+                return
+            result = check_directory(directory)
+            assert result.errors == 0, result.problems
+            assert_consistent(Path(directory))
     finally:
         logging.getLogger("ocms_recorder").disabled = False

@@ -5,10 +5,16 @@ from __future__ import annotations
 
 import csv
 import json
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+RECORDER_DIR = Path(__file__).resolve().parents[1] / "recorder"
+RECORDER_FILE = RECORDER_DIR / "ocms_recorder.py"
 
 TEN_METRICS = {
     "loss": 0.5,
@@ -62,3 +68,14 @@ def warnings_from_recorder(caplog: pytest.LogCaptureFixture) -> list[str]:
         for record in caplog.records
         if record.name == "ocms_recorder" and record.levelname == "WARNING"
     ]
+
+
+def run_python(code: str, *args: object) -> subprocess.CompletedProcess:
+    """`code` in a fresh interpreter (its arguments after it), with a timeout so that a hang
+    fails the test instead of blocking the suite."""
+    return subprocess.run(
+        [sys.executable, "-B", "-c", textwrap.dedent(code), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )

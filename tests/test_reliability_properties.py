@@ -31,7 +31,14 @@ from typing import Any
 import numpy as np
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from ocms_recorder import MAX_CHARTS, MAX_STEP, OcmsRecorder, chart_file_name, is_valid_name
+from ocms_recorder import (
+    MAX_CHARTS,
+    MAX_STEP,
+    OcmsRecorder,
+    chart_file_name,
+    is_valid_name,
+    write_layout,
+)
 from reliability_support import charts_from_snapshots
 
 from ocms_tui.checker import check_directory
@@ -225,7 +232,19 @@ BAD_VALUES = st.sampled_from(
 )
 # Tokens a step may not be; on line 1 the ones that read as words make it a header.
 BAD_STEPS = st.sampled_from(
-    ["-1", "1.5", "", "abc", "0x1F", " 7", "7 ", "1e3", "nan", str(MAX_STEP + 1), "18446744073709551616"]
+    [
+        "-1",
+        "1.5",
+        "",
+        "abc",
+        "0x1F",
+        " 7",
+        "7 ",
+        "1e3",
+        "nan",
+        str(MAX_STEP + 1),
+        "18446744073709551616",
+    ]
 )
 HEADER_LIKE = {"abc", "0x1F"}
 
@@ -312,19 +331,6 @@ def capped(found: Counter) -> Counter:
             shown[rule, line] += take
             per_rule[rule] += take
     return shown
-
-
-def write_layout(directory: Path, charts: dict[str, tuple[str, ...]]) -> None:
-    layout = {
-        "version": 1,
-        "charts": [
-            {"name": name, "file": f"{name}.csv", "x_axis": "step", "y_axis": list(y_axis)}
-            for name, y_axis in charts.items()
-        ],
-    }
-    temporary = directory / ".layout.tmp"
-    temporary.write_text(json.dumps(layout), encoding="utf-8")
-    os.replace(temporary, directory / "metrics.json")
 
 
 def model_rows(model: RunModel, name: str) -> list[tuple]:
