@@ -82,6 +82,20 @@ class SeriesBuilder:
         steps.append(step_number)
         self._values[name].append(value)
 
+    def extend(self, name: str, steps: np.ndarray, values: np.ndarray) -> None:
+        """Many points of one series at once; steps outside 0..MAX_STEP are counted."""
+        usable = (steps >= 0) & (steps <= MAX_STEP)
+        if not usable.all():
+            self.bad_steps[name] = self.bad_steps.get(name, 0) + int((~usable).sum())
+            steps, values = steps[usable], values[usable]
+        if not len(steps):
+            return
+        if name not in self._steps:
+            self._steps[name] = array("q")
+            self._values[name] = array("d")
+        self._steps[name].frombytes(steps.astype(np.int64).tobytes())
+        self._values[name].frombytes(values.astype(np.float64).tobytes())
+
     def names(self) -> set[str]:
         return set(self._steps)
 
