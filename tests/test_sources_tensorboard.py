@@ -302,7 +302,7 @@ def test_fast_path_reads_exactly_what_protobuf_reads(
 
     writer = tensorboardX.SummaryWriter(str(tmp_path))
     rng = np.random.default_rng(3)
-    for step in [*range(0, 300, 7), 20_000, 20_001]:
+    for step in [*range(0, 3000, 7), 20_000, 20_001]:  # long regular runs: the walk guesses
         writer.add_scalar("loss/train", float(rng.normal()), step)
         writer.add_scalar("a_much_longer_tag_name/of_some_length", float(rng.normal()) * 1e30, step)
         if step % 49 == 0:
@@ -329,4 +329,4 @@ def test_fast_path_reads_exactly_what_protobuf_reads(
 
     monkeypatch.setattr(reader_module, "_decode_simple_values", counting)  # a spy: calls it
     assert series_of(path) == expected
-    assert sum(taken) >= 2 * 44  # every scalar record but step 0's took the fast path
+    assert sum(taken) >= 2 * 429  # every scalar record but step 0's took the fast path

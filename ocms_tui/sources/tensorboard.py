@@ -40,6 +40,10 @@ LARGEST_PARSED_RECORD = 1 << 20
 LARGEST_RECORD = 1 << 31
 # Steps of up to 8 varint bytes (56 bits, beyond MAX_STEP) are decoded by the fast path.
 MAX_FAST_VARINT_BYTES = 8
+# The record walk checks a guess of the coming lengths every this many records.
+SPECULATE_EVERY = 64
+MAX_SPECULATED_PERIOD = 32
+MAX_SPECULATED_CYCLES = 1 << 14
 EVENT_FILE_MARKER = "tfevents"
 MAX_LISTED_PROBLEMS = 20
 MAX_SEARCH_DEPTH = 3
@@ -480,10 +484,17 @@ def _decode_simple_values(
 
 def _walk(data: bytes) -> tuple[list[int], list[int], int, int | None]:
     """Record starts and data lengths of the complete records at the start of `data`,
-    the offset after the last, and the length of a too-large record that stopped the walk."""
+    the offset after the last, and the length of a too-large record that stopped the walk.
+
+    Record by record in Python, but every SPECULATE_EVERY records it guesses that the
+    lengths go on repeating their recent cycle (one event per tag, tag after tag) and
+    checks the guess for thousands of records at once: a record's start follows from the
+    previous one's length, so the prefix whose lengths match is exactly the real chain.
+    """
     starts: list[int] = []
     lengths: list[int] = []
     unpack = _U64.unpack_from
+    array = np.frombuffer(data, dtype=np.uint8)
     position, size = 0, len(data)
     overhead = HEADER_BYTES + FOOTER_BYTES
     while position + HEADER_BYTES <= size:
@@ -496,7 +507,35 @@ def _walk(data: bytes) -> tuple[list[int], list[int], int, int | None]:
         starts.append(position)
         lengths.append(length)
         position = end
+        if len(starts) % SPECULATE_EVERY == 0:
+            position = _speculate(array, starts, lengths, position)
     return starts, lengths, position, None
+
+
+def _speculate(array: np.ndarray, starts: list[int], lengths: list[int], position: int) -> int:
+    """Extend `starts`/`lengths` by the records after `position` that repeat the last
+    cycle of lengths; returns the position after them."""
+    overhead = HEADER_BYTES + FOOTER_BYTES
+    for period in range(1, min(MAX_SPECULATED_PERIOD, len(lengths) // 2) + 1):
+        if lengths[-period:] == lengths[-2 * period : -period]:
+            break
+    else:
+        return position
+    cycle = np.array(lengths[-period:], dtype=np.int64)
+    within = np.concatenate(([0], np.cumsum(cycle + overhead)[:-1]))
+    cycle_bytes = int((cycle + overhead).sum())
+    cycles = min((len(array) - position) // cycle_bytes, MAX_SPECULATED_CYCLES)
+    if cycles <= 0:
+        return position
+    candidates = (position + np.arange(cycles)[:, None] * cycle_bytes + within).reshape(-1)
+    found = np.zeros(len(candidates), dtype=np.uint64)
+    for byte in range(8):
+        found |= array[candidates + byte].astype(np.uint64) << np.uint64(8 * byte)
+    matches = found == np.tile(cycle, cycles).astype(np.uint64)
+    taken = len(matches) if matches.all() else int(np.argmin(matches))
+    starts.extend(candidates[:taken].tolist())
+    lengths.extend(np.tile(cycle, cycles)[:taken].tolist())
+    return position if taken == 0 else int(candidates[taken - 1]) + overhead + lengths[-1]
 
 
 def is_event_file(path: Path) -> bool:
