@@ -1,0 +1,118 @@
+"""Opening other tools' logs directly: `ocms-tui SRC`, `--snapshot`, `--check`, and the
+converted directory following a source that grows."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from ocms_tui.model import RunModel
+from ocms_tui.sources import SourceKind
+from ocms_tui.sources import live as live_module
+from ocms_tui.sources.live import ConvertedSource, ConvertedSources, foreign_kind
+from tests.sources_support import run_cli
+
+tensorboardX = pytest.importorskip("tensorboardX")
+
+
+def rows_of(directory: Path) -> dict[str, int]:
+    model = RunModel(directory)
+    model.load_settled()
+    return {chart.name: chart.rows for chart in model.charts}
+
+
+def test_snapshot_of_tensorboard_and_lightning_sources_names_their_kinds(tmp_path: Path) -> None:
+    writer = tensorboardX.SummaryWriter(str(tmp_path / "exp" / "tb_run"))
+    for step in range(1, 20):
+        writer.add_scalar("loss/train", 1.0 / step, step)
+    writer.close()
+    csv_run = tmp_path / "exp" / "pl_run"
+    csv_run.mkdir()
+    (csv_run / "metrics.csv").write_text("step,val_loss\n1,0.5\n2,0.25\n")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    svg = tmp_path / "out.svg"
+    result = run_cli(
+        "--snapshot",
+        str(svg),
+        str(tmp_path / "exp" / "tb_run"),
+        str(csv_run),
+        env_extra={"TMPDIR": str(scratch)},
+    )
+    assert result.returncode == 0, result.stderr
+    text = svg.read_text().replace("&#160;", " ")
+    assert "tb_run (tensorboard)" in text and "pl_run (lightning)" in text
+    assert "loss_train" in text and "val_loss" in text
+    assert os.listdir(scratch) == []  # the converted directories are gone at exit
+
+
+def test_check_of_a_source_and_a_foreign_file(tmp_path: Path) -> None:
+    writer = tensorboardX.SummaryWriter(str(tmp_path / "tb"))
+    writer.add_scalar("loss", 0.5, 1)
+    writer.close()
+    result = run_cli("--check", str(tmp_path / "tb"), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["ok"] is True
+    bogus = tmp_path / "events.out.tfevents.1.x"
+    bogus.write_bytes(b"garbage that is not a TFRecord stream at all, really")
+    result = run_cli("--check", str(bogus))
+    assert result.returncode == 2 and "not a TensorBoard event file" in result.stderr
+
+
+def test_an_output_dir_with_ocms_metrics_stays_an_ocms_run(tmp_path: Path) -> None:
+    """HF output dirs hold ocms_metrics/ beside checkpoint-N/ and runs/ (TensorBoard)."""
+    (tmp_path / "ocms_metrics").mkdir()
+    (tmp_path / "ocms_metrics" / "metrics.json").write_text('{"version": 1, "charts": []}')
+    (tmp_path / "checkpoint-5").mkdir()
+    (tmp_path / "checkpoint-5" / "trainer_state.json").write_text('{"log_history": []}')
+    assert foreign_kind(tmp_path) is None
+    assert foreign_kind(tmp_path / "checkpoint-5") is SourceKind.HF
+
+
+def test_a_growing_event_file_is_converted_again(tmp_path: Path) -> None:
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.record_writer import RecordWriter
+
+    writer = tensorboardX.SummaryWriter(str(tmp_path / "tb"))
+    for step in range(1, 11):
+        writer.add_scalar("loss", 1.0 / step, step)
+    writer.close()
+    converted = ConvertedSource(tmp_path / "tb", SourceKind.TENSORBOARD, tmp_path / "out")
+    (tmp_path / "out").mkdir()
+    assert converted.update()
+    assert rows_of(tmp_path / "out") == {"loss": 10}
+    assert not converted.update()  # nothing new: not rewritten
+    (event_file,) = (tmp_path / "tb").iterdir()
+    with open(event_file, "ab") as handle:  # the run goes on: records appended
+        records = RecordWriter(handle)
+        for step in range(11, 31):
+            for tag, value in (("loss", 1.0 / step), ("learning_rate", 0.1)):
+                summary = summary_pb2.Summary(
+                    value=[summary_pb2.Summary.Value(tag=tag, simple_value=value)]
+                )
+                records.write(event_pb2.Event(step=step, summary=summary).SerializeToString())
+    assert converted.update()  # a new tag too: a new chart
+    assert rows_of(tmp_path / "out") == {"loss": 30, "learning_rate": 20}
+
+
+def test_the_follow_thread_picks_up_appended_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(live_module, "FOLLOW_SECONDS", 0.05)
+    run = tmp_path / "version_0"
+    run.mkdir()
+    (run / "metrics.csv").write_text("step,train_loss\n1,0.5\n")
+    with ConvertedSources([run]) as (directory,):
+        assert directory.name == "version_0 (lightning)"
+        assert rows_of(directory) == {"loss": 1}
+        with open(run / "metrics.csv", "a") as handle:
+            handle.write("2,0.4\n3,0.3\n")
+        deadline = time.monotonic() + 30
+        while rows_of(directory) != {"loss": 3} and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert rows_of(directory) == {"loss": 3}
+    assert not directory.exists()
