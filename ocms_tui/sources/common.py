@@ -61,6 +61,26 @@ class Source:
     incomplete_tail: bool = False
 
 
+class CappedProblems:
+    """Problems of one kind that may repeat on every line or record: the first `cap` are
+    listed, the rest counted in one closing line."""
+
+    def __init__(self, what: str, cap: int = 20) -> None:
+        self._what = what
+        self._cap = cap
+        self._listed: list[str] = []
+        self.count = 0
+
+    def add(self, message: str) -> None:
+        self.count += 1
+        if self.count <= self._cap:
+            self._listed.append(message)
+
+    def lines(self) -> list[str]:
+        more = self.count - self._cap
+        return self._listed + ([f"{more} more {self._what}"] if more > 0 else [])
+
+
 class SeriesBuilder:
     """Collects points per series name, in first-seen order, and counts the points whose
     step the format cannot hold (negative, fractional, beyond 2^53 - 1)."""

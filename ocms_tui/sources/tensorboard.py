@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ocms_tui.sources.common import (
+    CappedProblems,
     SeriesBuilder,
     Source,
     SourceError,
@@ -45,7 +46,6 @@ SPECULATE_EVERY = 64
 MAX_SPECULATED_PERIOD = 32
 MAX_SPECULATED_CYCLES = 1 << 14
 EVENT_FILE_MARKER = "tfevents"
-MAX_LISTED_PROBLEMS = 20
 MAX_SEARCH_DEPTH = 3
 MAX_EVENT_FILES = 10_000
 
@@ -211,7 +211,7 @@ class EventFileReader:
         self.incomplete_tail = False
         self.skipped_tags: dict[str, str] = {}  # tag -> why it is not a scalar
         self._tags: dict[bytes, str] = {}
-        self._crc_failures = 0
+        self._checksum_failures = CappedProblems(f"{path}: data checksum mismatches")
 
     def read(self, builder: SeriesBuilder) -> None:
         """Read every complete record after `offset` into `builder`."""
@@ -244,6 +244,9 @@ class EventFileReader:
             self.incomplete_tail = not self.broken and self.offset < size
         finally:
             os.close(fd)
+
+    def checksum_problems(self) -> list[str]:
+        return self._checksum_failures.lines()
 
     def _fail(self, message: str) -> None:
         self.broken = True
@@ -298,12 +301,10 @@ class EventFileReader:
             stored = _stored_u32(array, data_starts + length)
             valid[group] = stored == masked_crc32c(array, data_starts, int(length))
         for index in np.flatnonzero(~valid):
-            self._crc_failures += 1
-            if self._crc_failures <= MAX_LISTED_PROBLEMS:
-                self.problems.append(
-                    f"{self.path}: offset {self.offset + starts[index]}: data checksum "
-                    "mismatch; record skipped"
-                )
+            self._checksum_failures.add(
+                f"{self.path}: offset {self.offset + starts[index]}: data checksum "
+                "mismatch; record skipped"
+            )
         fast = [
             _decode_simple_values(array, start_array[group] + HEADER_BYTES, int(length), group)
             for length in np.unique(length_array)
@@ -600,7 +601,11 @@ class TensorBoardSource:
             if reader is None:
                 reader = self._readers[file] = EventFileReader(file, suffix)
             reader.read(self._builder)
-        problems = [problem for reader in self._readers.values() for problem in reader.problems]
+        problems = [
+            problem
+            for reader in self._readers.values()
+            for problem in reader.problems + reader.checksum_problems()
+        ]
         problems += self._builder.problems()
         skipped: dict[str, str] = {}
         for reader in self._readers.values():
