@@ -330,3 +330,18 @@ def test_fast_path_reads_exactly_what_protobuf_reads(
     monkeypatch.setattr(reader_module, "_decode_simple_values", counting)  # a spy: calls it
     assert series_of(path) == expected
     assert sum(taken) >= 2 * 429  # every scalar record but step 0's took the fast path
+
+
+def test_a_fifo_and_a_foreign_file_in_a_run_directory_are_skipped(tmp_path: Path) -> None:
+    write_tbx(tmp_path / "run")
+    os.mkfifo(tmp_path / "run" / "events.out.tfevents.0.fifo")
+    (tmp_path / "run" / "events.out.tfevents.0.text").write_text("not records at all, no")
+    source = read_source(tmp_path / "run")
+    assert len(series_of(tmp_path / "run")["loss/train"]) == 5
+    assert sum("not a regular file; skipped" in problem for problem in source.problems) == 1
+    assert sum("not a TensorBoard event file" in problem for problem in source.problems) == 1
+    for path in (tmp_path / "run").iterdir():
+        if not path.name.endswith((".fifo", ".text")):
+            path.unlink()  # tensorboardX's own file
+    with pytest.raises(SourceError):  # nothing readable left: the directory is foreign
+        read_source(tmp_path / "run")

@@ -600,7 +600,18 @@ class TensorBoardSource:
             reader = self._readers.get(file)
             if reader is None:
                 reader = self._readers[file] = EventFileReader(file, suffix)
-            reader.read(self._builder)
+            try:
+                reader.read(self._builder)
+            except SourceError as error:
+                if not self.path.is_dir():
+                    raise  # the one file named is foreign, a FIFO, unreadable
+                # One bad file of a run directory (a FIFO, a stray file named like an event
+                # file) is said and skipped; the others are still read.
+                reader.broken = True
+                reader.problems.append(f"{error}; skipped")
+        if self.path.is_dir() and all(reader.broken for reader in self._readers.values()):
+            first = next(iter(self._readers.values()))
+            raise SourceError(first.problems[-1])
         problems = [
             problem
             for reader in self._readers.values()
