@@ -32,6 +32,8 @@ TAGS = (
 )
 SCALARS = {"full": 1_000_000, "quick": 1_000_000, "tiny": 20_000}
 TARGET_RATIO = 10.0
+# The whole import: a 1M-scalar run converted in well under a minute.
+IMPORT_TARGET_RATE = 50_000
 _LOAD_CYCLE = re.compile(r"Finished load cycle \(([0-9.]+)(µs|ms|s)\)")
 _UNIT = {"µs": 1e-6, "ms": 1e-3, "s": 1.0}
 
@@ -202,14 +204,15 @@ def full_import_row(directory: Path, scalars: int, sizes: Sizes, workspace: Work
         )
 
     timing = interleaved({"import": convert}, max(1, sizes.slow_rounds))["import"]
+    rate = scalars / timing.median
     return make_row(
         f"ocms-tui import of {scalars:,} TensorBoard scalars (read, fit, write, verify)",
-        seconds(timing.median),
+        f"{rate:,.0f} scalars/s",
         "-",
         None,
-        "-",
-        None,
-        f"{scalars / timing.median:,.0f} scalars/s",
+        f">= {IMPORT_TARGET_RATE:,} scalars/s",
+        rate >= IMPORT_TARGET_RATE,
+        f"{seconds(timing.median)}; the recorder writes and flushes row by row",
     )
 
 
