@@ -116,3 +116,24 @@ def test_the_follow_thread_picks_up_appended_rows(
             time.sleep(0.05)
         assert rows_of(directory) == {"loss": 3}
     assert not directory.exists()
+
+
+async def test_the_dashboard_follows_a_growing_csvlogger_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real app on a converted source: rows appended to metrics.csv reach the screen."""
+    from app_support import wait_for_text
+
+    from ocms_tui.app import OcmsApp
+
+    monkeypatch.setattr(live_module, "FOLLOW_SECONDS", 0.05)
+    run = tmp_path / "version_0"
+    run.mkdir()
+    (run / "metrics.csv").write_text("step,train_loss\n1,0.5\n")
+    with ConvertedSources([run]) as (directory,):
+        app = OcmsApp(directory)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for_text(pilot, "version_0 (lightning)", "step 1 · 1 rows")
+            with open(run / "metrics.csv", "a") as handle:
+                handle.write("2,0.4\n3,0.123456\n")
+            await wait_for_text(pilot, "step 3 · 3 rows", "0.123456", timeout=30)
