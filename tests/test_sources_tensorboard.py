@@ -284,12 +284,12 @@ def test_a_write_failure_leaves_no_partial_output(tmp_path: Path) -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048))
 
-    result = run_cli(
-        "import", str(tmp_path / "runs"), "--out", str(tmp_path / "out"), preexec_fn=limit
-    )
+    out = tmp_path / "new" / "parents" / "out"
+    result = run_cli("import", str(tmp_path / "runs"), "--out", str(out), preexec_fn=limit)
     assert result.returncode == 2
     assert "rows written" in result.stderr
-    assert sorted(os.listdir(tmp_path)) == ["runs"]  # neither out nor its temp directory
+    # Neither out, nor its temp directory, nor the parents made for it.
+    assert sorted(os.listdir(tmp_path)) == ["runs"]
 
 
 def test_fast_path_reads_exactly_what_protobuf_reads(
