@@ -8,6 +8,7 @@ import os
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ocms_tui.model import RunModel
@@ -87,16 +88,29 @@ def test_a_growing_event_file_is_converted_again(tmp_path: Path) -> None:
     assert rows_of(tmp_path / "out") == {"loss": 10}
     assert not converted.update()  # nothing new: not rewritten
     (event_file,) = (tmp_path / "tb").iterdir()
-    with open(event_file, "ab") as handle:  # the run goes on: records appended
-        records = RecordWriter(handle)
-        for step in range(11, 31):
-            for tag, value in (("loss", 1.0 / step), ("learning_rate", 0.1)):
-                summary = summary_pb2.Summary(
-                    value=[summary_pb2.Summary.Value(tag=tag, simple_value=value)]
-                )
-                records.write(event_pb2.Event(step=step, summary=summary).SerializeToString())
-    assert converted.update()  # a new tag too: a new chart
-    assert rows_of(tmp_path / "out") == {"loss": 30, "learning_rate": 20}
+    loss_file = (tmp_path / "out" / "loss.csv").stat().st_ino
+
+    def append(steps: range, tags: tuple[str, ...]) -> None:
+        with open(event_file, "ab") as handle:  # the run goes on: records appended
+            records = RecordWriter(handle)
+            for step in steps:
+                for tag in tags:
+                    value = summary_pb2.Summary.Value(tag=tag, simple_value=1.0 / step)
+                    summary = summary_pb2.Summary(value=[value])
+                    records.write(event_pb2.Event(step=step, summary=summary).SerializeToString())
+
+    append(range(11, 21), ("loss",))
+    assert converted.update()
+    assert rows_of(tmp_path / "out") == {"loss": 20}
+    # Only grown: the new rows were appended to the same file, not a rewrite.
+    assert (tmp_path / "out" / "loss.csv").stat().st_ino == loss_file
+    step, value = (tmp_path / "out" / "loss.csv").read_text().splitlines()[-1].split(",")
+    assert (int(step), float(value)) == (20, float(np.float32(1 / 20)))
+    append(range(21, 31), ("loss", "learning_rate"))
+    assert converted.update()  # a new tag: a new chart, so converted again whole
+    assert rows_of(tmp_path / "out") == {"loss": 30, "learning_rate": 10}
+    assert (tmp_path / "out" / "loss.csv").stat().st_ino != loss_file
+    converted.close()
 
 
 def test_the_follow_thread_picks_up_appended_rows(

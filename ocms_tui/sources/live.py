@@ -18,14 +18,15 @@ import threading
 from pathlib import Path
 from types import TracebackType
 
-from ocms_recorder import METRICS_JSON
+import numpy as np
+from ocms_recorder import METRICS_JSON, OcmsRecorder, sanitize_key
 
 from ocms_tui.runs import find_metric_directories
 from ocms_tui.sources import READERS, detect_kind
-from ocms_tui.sources.common import Source, SourceKind
-from ocms_tui.sources.fitting import fit_series
+from ocms_tui.sources.common import Series, Source, SourceKind
+from ocms_tui.sources.fitting import Fit, fit_series
 from ocms_tui.sources.tensorboard import TensorBoardSource
-from ocms_tui.sources.writer import write_ocms_directory
+from ocms_tui.sources.writer import merged_rows, open_appender, write_ocms_directory
 
 FOLLOW_SECONDS = 2.0
 MAX_SIGNATURE_FILES = 10_000
@@ -59,7 +60,12 @@ def _signature(path: Path) -> tuple[tuple[str, int, int], ...]:
 
 
 class ConvertedSource:
-    """One source and the ocms directory it is converted into."""
+    """One source and the ocms directory it is converted into.
+
+    While the source only grows (every series' earlier points unchanged, no new series on a
+    chart), its new points are appended by a recorder kept open on the directory; anything
+    else (a new tag, a rewritten file) converts the whole source again.
+    """
 
     def __init__(self, path: Path, kind: SourceKind, directory: Path) -> None:
         self.path = path
@@ -67,6 +73,9 @@ class ConvertedSource:
         self.directory = directory
         self._tensorboard = TensorBoardSource(path) if kind is SourceKind.TENSORBOARD else None
         self._signature: tuple[tuple[str, int, int], ...] | None = None
+        self._appender: OcmsRecorder | None = None
+        self._fit: Fit | None = None
+        self._written: dict[str, Series] = {}  # what the directory holds, per series
         self.error: str | None = None
 
     def _read(self) -> Source:
@@ -75,7 +84,7 @@ class ConvertedSource:
         return READERS[self.kind](self.path)
 
     def update(self) -> bool:
-        """Convert again if the source changed; True when the directory was rewritten."""
+        """Convert again if the source changed; True when the directory changed."""
         signature = _signature(self.path)
         if signature == self._signature:
             return False
@@ -84,14 +93,58 @@ class ConvertedSource:
         fit = fit_series(source.series, source.chart_groups)
         if not fit.charts:  # nothing logged yet: the dashboard waits for metrics.json
             return False
+        tails = self._new_points(source.series, fit)
+        if tails is not None and self._appender is not None:
+            for step, row in merged_rows(tails):
+                self._appender.log(step=step, metrics=row)
+        else:
+            self._rewrite(source, fit)
+        self._written = {each.name: each for each in source.series}
+        return tails is None or bool(tails)
+
+    def _new_points(self, series: list[Series], fit: Fit) -> list[Series] | None:
+        """Each placed series' points after those already written; None when the source
+        did not only grow (or the layout changed): then it is converted again."""
+        if self._appender is None or self._fit is None or fit.charts != self._fit.charts:
+            return None
+        placed = {key for chart in fit.charts for key in chart.keys}
+        tails = []
+        for each in series:
+            if each.name not in placed:
+                continue
+            old = self._written.get(each.name)
+            count = 0 if old is None else len(old)
+            if len(each) < count or (
+                old is not None
+                and not (
+                    np.array_equal(each.steps[:count], old.steps)
+                    and np.array_equal(each.values[:count], old.values, equal_nan=True)
+                )
+            ):
+                return None
+            if len(each) > count:
+                tails.append(Series(each.name, each.steps[count:], each.values[count:]))
+        return tails
+
+    def _rewrite(self, source: Source, fit: Fit) -> None:
+        self.close()
         staging = self.directory.parent / f".{self.directory.name}.next"
         shutil.rmtree(staging, ignore_errors=True)
-        write_ocms_directory(staging, fit, source.series, [self.path])
+        written = write_ocms_directory(staging, fit, source.series, [self.path])
         names = sorted(os.listdir(staging), key=lambda name: name == METRICS_JSON)
         for name in names:  # CSVs first: metrics.json never declares a file not there yet
             os.replace(staging / name, self.directory / name)
         shutil.rmtree(staging, ignore_errors=True)
-        return True
+        # Appending is safe only where each key has its own sanitized name: a recorder
+        # resuming the layout gives colliding keys their `_2` in the order it meets them.
+        if all(sanitize_key(key) == name for key, (_, name) in written.y_names.items()):
+            self._appender = open_appender(self.directory, fit)
+            self._fit = fit
+
+    def close(self) -> None:
+        if self._appender is not None:
+            appender, self._appender, self._fit = self._appender, None, None
+            appender.finish()
 
 
 class ConvertedSources:
@@ -165,4 +218,6 @@ class ConvertedSources:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
+        for converted in self.converted:
+            converted.close()
         self._remove()

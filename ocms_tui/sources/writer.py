@@ -87,6 +87,13 @@ def _as_rank_zero() -> Iterator[None]:
         os.environ.update(saved)
 
 
+def open_appender(directory: Path, fit: Fit) -> OcmsRecorder:
+    """A recorder that appends to a directory this module wrote with `fit` (it resumes
+    the layout of its metrics.json)."""
+    with _as_rank_zero():
+        return OcmsRecorder(directory, chart_groups=fit.chart_groups(), mirror_to_ocms=False)
+
+
 def write_rows(directory: Path, fit: Fit, series: list[Series]) -> Written:
     """Record `series` into `directory` with the recorder, then check every row arrived."""
     placed = {key for chart in fit.charts for key in chart.keys}
@@ -100,10 +107,7 @@ def write_rows(directory: Path, fit: Fit, series: list[Series]) -> Written:
     seen: set[str] = set()
     points = 0
     try:
-        with _as_rank_zero():
-            recorder = OcmsRecorder(
-                directory, chart_groups=fit.chart_groups(), mirror_to_ocms=False
-            )
+        recorder = open_appender(directory, fit)
         if not recorder.active:
             raise WriteError("the recorder would not write (not rank 0)")
         for step, row in merged_rows(kept):
