@@ -113,13 +113,18 @@ def test_a_growing_event_file_is_converted_again(tmp_path: Path) -> None:
     converted.close()
 
 
-def test_the_follow_thread_picks_up_appended_rows(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def csvlogger_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A CSVLogger run with one row, followed every 50 ms."""
     monkeypatch.setattr(live_module, "FOLLOW_SECONDS", 0.05)
     run = tmp_path / "version_0"
     run.mkdir()
     (run / "metrics.csv").write_text("step,train_loss\n1,0.5\n")
+    return run
+
+
+def test_the_follow_thread_picks_up_appended_rows(csvlogger_run: Path) -> None:
+    run = csvlogger_run
     with ConvertedSources([run]) as (directory,):
         assert directory.name == "version_0 (lightning)"
         assert rows_of(directory) == {"loss": 1}
@@ -132,18 +137,13 @@ def test_the_follow_thread_picks_up_appended_rows(
     assert not directory.exists()
 
 
-async def test_the_dashboard_follows_a_growing_csvlogger_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_the_dashboard_follows_a_growing_csvlogger_file(csvlogger_run: Path) -> None:
     """The real app on a converted source: rows appended to metrics.csv reach the screen."""
     from app_support import wait_for_text
 
     from ocms_tui.app import OcmsApp
 
-    monkeypatch.setattr(live_module, "FOLLOW_SECONDS", 0.05)
-    run = tmp_path / "version_0"
-    run.mkdir()
-    (run / "metrics.csv").write_text("step,train_loss\n1,0.5\n")
+    run = csvlogger_run
     with ConvertedSources([run]) as (directory,):
         app = OcmsApp(directory)
         async with app.run_test(size=(120, 40)) as pilot:
