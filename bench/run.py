@@ -51,6 +51,7 @@ GROUPS: dict[str, tuple[str, Callable[[Sizes, Workspace], list[Row]]]] = {
     "follow": ("6-7: incremental refresh and latency", _module("bench_follow")),
     "dashboard": ("8, 9, 11: chart build, first paint, idle CPU", _module("bench_dashboard")),
     "memory": ("10: memory per value", _module("bench_memory")),
+    "import": ("import: TensorBoard reader vs TensorBoard's loaders", _module("bench_import")),
 }
 
 

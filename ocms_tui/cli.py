@@ -222,13 +222,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     options = parser.parse_args(arguments)
     paths: list[Path] = options.paths or [Path(resolve_metrics_dir())]
-
-    if options.check:
-        return _check(paths, options.format, options.strict)
     if options.demo:
         from ocms_tui.demo import run_demo
 
         return run_demo(poll=options.poll)
+
+    from ocms_tui.sources.common import SourceError
+    from ocms_tui.sources.live import ConvertedSources
+    from ocms_tui.sources.writer import WriteError
+
+    # Other tools' logs (TensorBoard, trainer_state.json, metrics.csv, mlruns) are converted
+    # into temp ocms directories, followed as they grow, removed at exit.
+    converted = ConvertedSources(paths, follow=not (options.check or options.snapshot))
+    try:
+        with converted as run_paths:
+            return _dispatch(options, run_paths)
+    except (SourceError, WriteError) as error:
+        print(f"ocms-tui: error: {error}", file=sys.stderr)
+        return ExitCode.USAGE
+
+
+def _dispatch(options: argparse.Namespace, paths: list[Path]) -> int:
+    if options.check:
+        return _check(paths, options.format, options.strict)
     if options.serve:
         from ocms_tui.serve import serve_dashboard
 

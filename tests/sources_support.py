@@ -12,9 +12,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def run_cli(
-    *arguments: str, timeout: float = 120, **options: object
+    *arguments: str,
+    timeout: float = 120,
+    env_extra: dict[str, str] | None = None,
+    **options: object,
 ) -> subprocess.CompletedProcess:
-    environment = dict(os.environ)
+    environment = {**os.environ, **(env_extra or {})}
     environment["PYTHONPATH"] = os.pathsep.join([str(REPO), str(REPO / "recorder")])
     return subprocess.run(
         [sys.executable, "-m", "ocms_tui", *arguments],

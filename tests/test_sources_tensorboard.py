@@ -284,9 +284,64 @@ def test_a_write_failure_leaves_no_partial_output(tmp_path: Path) -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048))
 
-    result = run_cli(
-        "import", str(tmp_path / "runs"), "--out", str(tmp_path / "out"), preexec_fn=limit
-    )
+    out = tmp_path / "new" / "parents" / "out"
+    result = run_cli("import", str(tmp_path / "runs"), "--out", str(out), preexec_fn=limit)
     assert result.returncode == 2
     assert "rows written" in result.stderr
-    assert sorted(os.listdir(tmp_path)) == ["runs"]  # neither out nor its temp directory
+    # Neither out, nor its temp directory, nor the parents made for it.
+    assert sorted(os.listdir(tmp_path)) == ["runs"]
+
+
+def test_fast_path_reads_exactly_what_protobuf_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The vectorized decoder of tensorboardX's one-scalar records against TensorBoard's own
+    Event proto over a file with steps of 1, 2 and 3 varint bytes, values of every sign and
+    interleaved non-scalar records; and it did take the records (else this proves nothing)."""
+    from ocms_tui.sources import tensorboard as reader_module
+
+    writer = tensorboardX.SummaryWriter(str(tmp_path))
+    rng = np.random.default_rng(3)
+    for step in [*range(0, 3000, 7), 20_000, 20_001]:  # long regular runs: the walk guesses
+        writer.add_scalar("loss/train", float(rng.normal()), step)
+        writer.add_scalar("a_much_longer_tag_name/of_some_length", float(rng.normal()) * 1e30, step)
+        if step % 49 == 0:
+            writer.add_histogram("h", rng.normal(size=5), step)
+    writer.close()
+    path = event_file(tmp_path)
+    data = path.read_bytes()
+    expected: dict[str, list[tuple[int, float]]] = {}
+    position = 0
+    while position < len(data):
+        (length,) = struct.unpack_from("<Q", data, position)
+        event = event_pb2.Event.FromString(data[position + 12 : position + 12 + length])
+        for value in event.summary.value:
+            if value.WhichOneof("value") == "simple_value":
+                expected.setdefault(value.tag, []).append((event.step, value.simple_value))
+        position += 16 + length
+    taken = []
+    original = reader_module._decode_simple_values
+
+    def counting(*arguments: object) -> tuple:
+        result = original(*arguments)  # type: ignore[arg-type]
+        taken.append(len(result[0]))
+        return result
+
+    monkeypatch.setattr(reader_module, "_decode_simple_values", counting)  # a spy: calls it
+    assert series_of(path) == expected
+    assert sum(taken) >= 2 * 429  # every scalar record but step 0's took the fast path
+
+
+def test_a_fifo_and_a_foreign_file_in_a_run_directory_are_skipped(tmp_path: Path) -> None:
+    write_tbx(tmp_path / "run")
+    os.mkfifo(tmp_path / "run" / "events.out.tfevents.0.fifo")
+    (tmp_path / "run" / "events.out.tfevents.0.text").write_text("not records at all, no")
+    source = read_source(tmp_path / "run")
+    assert len(series_of(tmp_path / "run")["loss/train"]) == 5
+    assert sum("not a regular file; skipped" in problem for problem in source.problems) == 1
+    assert sum("not a TensorBoard event file" in problem for problem in source.problems) == 1
+    for path in (tmp_path / "run").iterdir():
+        if not path.name.endswith((".fifo", ".text")):
+            path.unlink()  # tensorboardX's own file
+    with pytest.raises(SourceError):  # nothing readable left: the directory is foreign
+        read_source(tmp_path / "run")

@@ -61,6 +61,26 @@ class Source:
     incomplete_tail: bool = False
 
 
+class CappedProblems:
+    """Problems of one kind that may repeat on every line or record: the first `cap` are
+    listed, the rest counted in one closing line."""
+
+    def __init__(self, what: str, cap: int = 20) -> None:
+        self._what = what
+        self._cap = cap
+        self._listed: list[str] = []
+        self.count = 0
+
+    def add(self, message: str) -> None:
+        self.count += 1
+        if self.count <= self._cap:
+            self._listed.append(message)
+
+    def lines(self) -> list[str]:
+        more = self.count - self._cap
+        return self._listed + ([f"{more} more {self._what}"] if more > 0 else [])
+
+
 class SeriesBuilder:
     """Collects points per series name, in first-seen order, and counts the points whose
     step the format cannot hold (negative, fractional, beyond 2^53 - 1)."""
@@ -81,6 +101,20 @@ class SeriesBuilder:
             self._values[name] = array("d")
         steps.append(step_number)
         self._values[name].append(value)
+
+    def extend(self, name: str, steps: np.ndarray, values: np.ndarray) -> None:
+        """Many points of one series at once; steps outside 0..MAX_STEP are counted."""
+        usable = (steps >= 0) & (steps <= MAX_STEP)
+        if not usable.all():
+            self.bad_steps[name] = self.bad_steps.get(name, 0) + int((~usable).sum())
+            steps, values = steps[usable], values[usable]
+        if not len(steps):
+            return
+        if name not in self._steps:
+            self._steps[name] = array("q")
+            self._values[name] = array("d")
+        self._steps[name].frombytes(steps.astype(np.int64).tobytes())
+        self._values[name].frombytes(values.astype(np.float64).tobytes())
 
     def names(self) -> set[str]:
         return set(self._steps)

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from ocms_tui.sources.common import (
+    CappedProblems,
     SeriesBuilder,
     Source,
     SourceError,
@@ -20,7 +21,6 @@ from ocms_tui.sources.common import (
 METRICS_CSV = "metrics.csv"
 STEP_COLUMN = "step"
 READ_CHUNK_BYTES = 1 << 20
-MAX_LISTED_PROBLEMS = 20
 
 
 def find_metrics_csv(path: Path) -> Path | None:
@@ -86,16 +86,14 @@ def read_lightning_csv(path: Path) -> Source:
             continue
         columns.append((index, name))
     builder = SeriesBuilder()
-    bad_lines = 0
+    bad_fields = CappedProblems(f"bad fields in {csv_path}")
     for line_number, fields in enumerate(reader, start=2):
         if not fields:
             continue
         try:
             step = int(fields[step_index])
         except (ValueError, IndexError):
-            bad_lines += 1
-            if bad_lines <= MAX_LISTED_PROBLEMS:
-                problems.append(f"{csv_path}:{line_number}: no integer step; row left out")
+            bad_fields.add(f"{csv_path}:{line_number}: no integer step; row left out")
             continue
         for index, name in columns:
             text = fields[index] if index < len(fields) else ""
@@ -104,13 +102,10 @@ def read_lightning_csv(path: Path) -> Source:
             try:
                 value = float(text)
             except ValueError:
-                bad_lines += 1
-                if bad_lines <= MAX_LISTED_PROBLEMS:
-                    problems.append(f"{csv_path}:{line_number}: {name!r} {text!r} is not a number")
+                bad_fields.add(f"{csv_path}:{line_number}: {name!r} {text!r} is not a number")
                 continue
             builder.add(name, step, value)
-    if bad_lines > MAX_LISTED_PROBLEMS:
-        problems.append(f"{csv_path}: {bad_lines - MAX_LISTED_PROBLEMS} more bad fields")
+    problems += bad_fields.lines()
     problems += builder.problems()
     return Source(
         SourceKind.LIGHTNING, path, builder.series(), problems, incomplete_tail=incomplete

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from ocms_tui.sources.common import (
+    CappedProblems,
     SeriesBuilder,
     Source,
     SourceError,
@@ -21,7 +22,6 @@ RUN_META = "meta.yaml"
 MAX_METRIC_FILE_BYTES = 512 << 20
 MAX_SEARCH_DEPTH = 2
 MAX_METRIC_FILES = 10_000
-MAX_LISTED_PROBLEMS = 20
 
 
 def is_run_directory(path: Path) -> bool:
@@ -76,7 +76,7 @@ def read_mlflow_run(path: Path) -> Source:
     run = runs[0]
     builder = SeriesBuilder()
     problems: list[str] = []
-    bad = 0
+    bad_lines = CappedProblems("bad metric lines")
     incomplete = False
     for key, file in _metric_files(run / METRICS_DIR):
         try:
@@ -95,12 +95,9 @@ def read_mlflow_run(path: Path) -> Source:
                 if len(fields) not in (2, 3):
                     raise ValueError(line)
             except (ValueError, IndexError):
-                bad += 1
-                if bad <= MAX_LISTED_PROBLEMS:
-                    problems.append(f"{file}:{number}: not 'timestamp value step'; left out")
+                bad_lines.add(f"{file}:{number}: not 'timestamp value step'; left out")
                 continue
             builder.add(key, step, value)
-    if bad > MAX_LISTED_PROBLEMS:
-        problems.append(f"{bad - MAX_LISTED_PROBLEMS} more bad metric lines")
+    problems += bad_lines.lines()
     problems += builder.problems()
     return Source(SourceKind.MLFLOW, run, builder.series(), problems, incomplete_tail=incomplete)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ocms_tui.sources.common import (
+    CappedProblems,
     SeriesBuilder,
     Source,
     SourceError,
@@ -38,8 +39,13 @@ READ_CHUNK_BYTES = 4 << 20
 LARGEST_PARSED_RECORD = 1 << 20
 # A length field beyond this is corruption, not a record (TensorFlow's own cap is 2 GiB).
 LARGEST_RECORD = 1 << 31
+# Steps of up to 8 varint bytes (56 bits, beyond MAX_STEP) are decoded by the fast path.
+MAX_FAST_VARINT_BYTES = 8
+# The record walk checks a guess of the coming lengths every this many records.
+SPECULATE_EVERY = 64
+MAX_SPECULATED_PERIOD = 32
+MAX_SPECULATED_CYCLES = 1 << 14
 EVENT_FILE_MARKER = "tfevents"
-MAX_LISTED_PROBLEMS = 20
 MAX_SEARCH_DEPTH = 3
 MAX_EVENT_FILES = 10_000
 
@@ -199,13 +205,13 @@ class EventFileReader:
         self.path = path
         self.series_suffix = series_suffix  # "/<subdirectory>" for a run's subdirectory
         self.offset = 0
-        self.records = 0
+        self.records = 0  # records whose checksum matched
         self.problems: list[str] = []
         self.broken = False  # a bad length checksum: nothing after it can be trusted
         self.incomplete_tail = False
         self.skipped_tags: dict[str, str] = {}  # tag -> why it is not a scalar
         self._tags: dict[bytes, str] = {}
-        self._crc_failures = 0
+        self._checksum_failures = CappedProblems(f"{path}: data checksum mismatches")
 
     def read(self, builder: SeriesBuilder) -> None:
         """Read every complete record after `offset` into `builder`."""
@@ -238,6 +244,9 @@ class EventFileReader:
             self.incomplete_tail = not self.broken and self.offset < size
         finally:
             os.close(fd)
+
+    def checksum_problems(self) -> list[str]:
+        return self._checksum_failures.lines()
 
     def _fail(self, message: str) -> None:
         self.broken = True
@@ -292,49 +301,201 @@ class EventFileReader:
             stored = _stored_u32(array, data_starts + length)
             valid[group] = stored == masked_crc32c(array, data_starts, int(length))
         for index in np.flatnonzero(~valid):
-            self._crc_failures += 1
-            if self._crc_failures <= MAX_LISTED_PROBLEMS:
-                self.problems.append(
-                    f"{self.path}: offset {self.offset + starts[index]}: data checksum "
-                    "mismatch; record skipped"
-                )
+            self._checksum_failures.add(
+                f"{self.path}: offset {self.offset + starts[index]}: data checksum "
+                "mismatch; record skipped"
+            )
+        fast = [
+            _decode_simple_values(array, start_array[group] + HEADER_BYTES, int(length), group)
+            for length in np.unique(length_array)
+            if len(group := np.flatnonzero(valid & (length_array == length)))
+        ]
+        decoded = np.zeros(len(starts), dtype=bool)
+        for records, _, _, _, _ in fast:
+            decoded[records] = True
+        slow = self._parse_slowly(data, starts, lengths, np.flatnonzero(valid & ~decoded))
+        self.records += int(valid.sum())
+        self._collect(fast, slow, builder)
+
+    def _parse_slowly(
+        self, data: bytes, starts: list[int], lengths: list[int], indices: np.ndarray
+    ) -> list[tuple[int, bytes, int, float]]:
+        """(record index, tag, step, value) of records the fast path did not take, parsed
+        by protobuf: several values per event, tensors, metadata, step 0."""
         parse = _parse_event()
-        tags = self._tags
-        add = builder.add
-        for start, length, ok in zip(starts, lengths, valid.tolist(), strict=True):
-            if not ok:
-                continue
-            self.records += 1
-            body = data[start + HEADER_BYTES : start + HEADER_BYTES + length]
+        found: list[tuple[int, bytes, int, float]] = []
+        for index in indices.tolist():
+            start = starts[index] + HEADER_BYTES
             try:
-                event = parse(body)
+                event = parse(data[start : start + lengths[index]])
             except Exception:
                 self.problems.append(
-                    f"{self.path}: offset {self.offset + start}: not an Event; record skipped"
+                    f"{self.path}: offset {self.offset + starts[index]}: not an Event; "
+                    "record skipped"
                 )
                 continue
             if not event.HasField("summary"):
                 continue
             step = event.step
             for value in event.summary.value:
-                tag = tags.get(value.tag)
-                if tag is None:
-                    tag = tags[value.tag] = _decode_tag(value.tag) + self.series_suffix
                 kind = value.WhichOneof("value")
                 if kind == "simple_value":
-                    add(tag, step, value.simple_value)
+                    found.append((index, value.tag, step, value.simple_value))
                 elif kind == "tensor" and (number := tensor_scalar(value.tensor)) is not None:
-                    add(tag, step, number)
+                    found.append((index, value.tag, step, number))
                 else:
-                    self.skipped_tags.setdefault(tag, kind or "no value")
+                    self.skipped_tags.setdefault(self._name(value.tag), kind or "no value")
+        return found
+
+    def _name(self, tag: bytes) -> str:
+        name = self._tags.get(tag)
+        if name is None:
+            name = self._tags[tag] = _decode_tag(tag) + self.series_suffix
+        return name
+
+    def _collect(
+        self,
+        fast: list[tuple[np.ndarray, list[bytes], np.ndarray, np.ndarray, np.ndarray]],
+        slow: list[tuple[int, bytes, int, float]],
+        builder: SeriesBuilder,
+    ) -> None:
+        """Hand both paths' points to `builder` per series, in record order."""
+        names: dict[str, int] = {}
+        parts = []
+        for records, tags, tag_ids, steps, values in fast:
+            ids = np.array([names.setdefault(self._name(tag), len(names)) for tag in tags])
+            parts.append((records, ids[tag_ids], steps, values))
+        if slow:
+            records, tags, steps, values = zip(*slow, strict=True)
+            ids = [names.setdefault(self._name(tag), len(names)) for tag in tags]
+            parts.append(
+                (
+                    np.array(records),
+                    np.array(ids),
+                    np.array(steps, dtype=np.int64),
+                    np.array(values, dtype=np.float64),
+                )
+            )
+        if not parts:
+            return
+        records, ids, steps, values = (
+            np.concatenate(column) for column in zip(*parts, strict=True)
+        )
+        order = np.argsort(records, kind="stable")
+        ids, steps, values = ids[order], steps[order], values[order]
+        first_seen = sorted(names.items(), key=lambda item: int(np.argmax(ids == item[1])))
+        for name, series_id in first_seen:
+            mine = ids == series_id
+            builder.extend(name, steps[mine], values[mine])
+
+
+def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(rows, axis=0, return_inverse=True) by a hash of each row, checked row by
+    row against its representative (np.unique's row sort takes seconds on 1M tags)."""
+    hashes = np.zeros(len(rows), dtype=np.uint64)
+    for column in rows.T:
+        hashes = hashes * np.uint64(1099511628211) + column
+    _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
+    distinct = rows[first]
+    if not (rows == distinct[inverse]).all():  # a hash collision: the slow, exact way
+        distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
+    return distinct, inverse.reshape(-1)
+
+
+def _decode_simple_values(
+    array: np.ndarray, data_starts: np.ndarray, length: int, records: np.ndarray
+) -> tuple[np.ndarray, list[bytes], np.ndarray, np.ndarray, np.ndarray]:
+    """Decode, without protobuf and for all of them at once, the records of one length
+    that have exactly the layout tensorboardX and torch write for one scalar:
+
+        09 <wall_time: 8> 10 <step: varint> 2a L1 0a L2 0a L3 <tag: L3> 15 <simple_value: 4>
+
+    Every byte of that frame is checked; a record that differs anywhere (a second value,
+    metadata, a tensor, step 0 which proto3 leaves out) is left to protobuf.
+    Returns (record indices taken, distinct tags, tag index per record, steps, values).
+    """
+    none = np.zeros(0, dtype=np.int64)
+    empty: tuple[np.ndarray, list[bytes], np.ndarray, np.ndarray, np.ndarray] = (
+        none,
+        [],
+        none,
+        none,
+        np.zeros(0),
+    )
+    if length < 20:
+        return empty
+
+    def byte(offsets: np.ndarray, position: int) -> np.ndarray:
+        return array[offsets + position]
+
+    frame = (byte(data_starts, 0) == 0x09) & (byte(data_starts, 9) == 0x10)
+    varint_length = np.zeros(len(data_starts), dtype=np.int64)
+    for position in range(min(MAX_FAST_VARINT_BYTES, length - 19)):
+        ends_here = (varint_length == 0) & (byte(data_starts, 10 + position) < 0x80)
+        varint_length[ends_here] = position + 1
+    frame &= varint_length > 0
+    taken, tags, tag_ids, steps, values = [], [], [], [], []
+    for step_bytes in np.unique(varint_length[frame]).tolist():
+        summary_at = 10 + step_bytes
+        summary_length = length - summary_at - 2
+        tag_length = summary_length - 4 - 5
+        if not (tag_length > 0 and summary_length < 0x80):
+            continue  # multi-byte lengths: protobuf's job
+        members = np.flatnonzero(frame & (varint_length == step_bytes))
+        offsets = data_starts[members]
+        checks = (
+            (0, 0x2A),
+            (1, summary_length),
+            (2, 0x0A),
+            (3, summary_length - 2),
+            (4, 0x0A),
+            (5, tag_length),
+            (6 + tag_length, 0x15),
+        )
+        exact = np.ones(len(offsets), dtype=bool)
+        for position, expected in checks:
+            exact &= byte(offsets, summary_at + position) == expected
+        members, offsets = members[exact], offsets[exact]
+        if not len(members):
+            continue
+        step = np.zeros(len(offsets), dtype=np.int64)
+        for position in range(step_bytes):
+            step |= (byte(offsets, 10 + position).astype(np.int64) & 0x7F) << (7 * position)
+        value_at = summary_at + 7 + tag_length
+        value_bits = np.zeros(len(offsets), dtype=np.uint32)
+        for position in range(4):
+            value_bits |= byte(offsets, value_at + position).astype(np.uint32) << (8 * position)
+        tag_bytes = array[offsets[:, None] + (summary_at + 6) + np.arange(tag_length)]
+        distinct, inverse = _distinct_rows(tag_bytes)
+        tag_ids.append(inverse + len(tags))
+        tags.extend(row.tobytes() for row in distinct)
+        taken.append(records[members])
+        steps.append(step)
+        values.append(value_bits.view(np.float32).astype(np.float64))
+    if not taken:
+        return empty
+    return (
+        np.concatenate(taken),
+        tags,
+        np.concatenate(tag_ids),
+        np.concatenate(steps),
+        np.concatenate(values),
+    )
 
 
 def _walk(data: bytes) -> tuple[list[int], list[int], int, int | None]:
     """Record starts and data lengths of the complete records at the start of `data`,
-    the offset after the last, and the length of a too-large record that stopped the walk."""
+    the offset after the last, and the length of a too-large record that stopped the walk.
+
+    Record by record in Python, but every SPECULATE_EVERY records it guesses that the
+    lengths go on repeating their recent cycle (one event per tag, tag after tag) and
+    checks the guess for thousands of records at once: a record's start follows from the
+    previous one's length, so the prefix whose lengths match is exactly the real chain.
+    """
     starts: list[int] = []
     lengths: list[int] = []
     unpack = _U64.unpack_from
+    array = np.frombuffer(data, dtype=np.uint8)
     position, size = 0, len(data)
     overhead = HEADER_BYTES + FOOTER_BYTES
     while position + HEADER_BYTES <= size:
@@ -347,7 +508,35 @@ def _walk(data: bytes) -> tuple[list[int], list[int], int, int | None]:
         starts.append(position)
         lengths.append(length)
         position = end
+        if len(starts) % SPECULATE_EVERY == 0:
+            position = _speculate(array, starts, lengths, position)
     return starts, lengths, position, None
+
+
+def _speculate(array: np.ndarray, starts: list[int], lengths: list[int], position: int) -> int:
+    """Extend `starts`/`lengths` by the records after `position` that repeat the last
+    cycle of lengths; returns the position after them."""
+    overhead = HEADER_BYTES + FOOTER_BYTES
+    for period in range(1, min(MAX_SPECULATED_PERIOD, len(lengths) // 2) + 1):
+        if lengths[-period:] == lengths[-2 * period : -period]:
+            break
+    else:
+        return position
+    cycle = np.array(lengths[-period:], dtype=np.int64)
+    within = np.concatenate(([0], np.cumsum(cycle + overhead)[:-1]))
+    cycle_bytes = int((cycle + overhead).sum())
+    cycles = min((len(array) - position) // cycle_bytes, MAX_SPECULATED_CYCLES)
+    if cycles <= 0:
+        return position
+    candidates = (position + np.arange(cycles)[:, None] * cycle_bytes + within).reshape(-1)
+    found = np.zeros(len(candidates), dtype=np.uint64)
+    for byte in range(8):
+        found |= array[candidates + byte].astype(np.uint64) << np.uint64(8 * byte)
+    matches = found == np.tile(cycle, cycles).astype(np.uint64)
+    taken = len(matches) if matches.all() else int(np.argmin(matches))
+    starts.extend(candidates[:taken].tolist())
+    lengths.extend(np.tile(cycle, cycles)[:taken].tolist())
+    return position if taken == 0 else int(candidates[taken - 1]) + overhead + lengths[-1]
 
 
 def is_event_file(path: Path) -> bool:
@@ -411,8 +600,23 @@ class TensorBoardSource:
             reader = self._readers.get(file)
             if reader is None:
                 reader = self._readers[file] = EventFileReader(file, suffix)
-            reader.read(self._builder)
-        problems = [problem for reader in self._readers.values() for problem in reader.problems]
+            try:
+                reader.read(self._builder)
+            except SourceError as error:
+                if not self.path.is_dir():
+                    raise  # the one file named is foreign, a FIFO, unreadable
+                # One bad file of a run directory (a FIFO, a stray file named like an event
+                # file) is said and skipped; the others are still read.
+                reader.broken = True
+                reader.problems.append(f"{error}; skipped")
+        if self.path.is_dir() and all(reader.broken for reader in self._readers.values()):
+            first = next(iter(self._readers.values()))
+            raise SourceError(first.problems[-1])
+        problems = [
+            problem
+            for reader in self._readers.values()
+            for problem in reader.problems + reader.checksum_problems()
+        ]
         problems += self._builder.problems()
         skipped: dict[str, str] = {}
         for reader in self._readers.values():

@@ -87,6 +87,13 @@ def _as_rank_zero() -> Iterator[None]:
         os.environ.update(saved)
 
 
+def open_appender(directory: Path, fit: Fit) -> OcmsRecorder:
+    """A recorder that appends to a directory this module wrote with `fit` (it resumes
+    the layout of its metrics.json)."""
+    with _as_rank_zero():
+        return OcmsRecorder(directory, chart_groups=fit.chart_groups(), mirror_to_ocms=False)
+
+
 def write_rows(directory: Path, fit: Fit, series: list[Series]) -> Written:
     """Record `series` into `directory` with the recorder, then check every row arrived."""
     placed = {key for chart in fit.charts for key in chart.keys}
@@ -100,10 +107,7 @@ def write_rows(directory: Path, fit: Fit, series: list[Series]) -> Written:
     seen: set[str] = set()
     points = 0
     try:
-        with _as_rank_zero():
-            recorder = OcmsRecorder(
-                directory, chart_groups=fit.chart_groups(), mirror_to_ocms=False
-            )
+        recorder = open_appender(directory, fit)
         if not recorder.active:
             raise WriteError("the recorder would not write (not rank 0)")
         for step, row in merged_rows(kept):
@@ -172,27 +176,52 @@ def check_output_path(out: Path, sources: list[Path]) -> None:
             raise WriteError(f"{out} is inside the source {source}, which is only read")
 
 
-def write_ocms_directory(out: Path, fit: Fit, series: list[Series], sources: list[Path]) -> Written:
-    """Write into a temp directory beside `out`, rename it to `out` when complete."""
-    check_output_path(out, sources)
-    parent = out.parent
+def _umask() -> int:
+    """The process umask, read without changing it (os.umask would, for a moment, for every
+    thread; the dashboard converts sources in a thread)."""
     try:
-        parent.mkdir(parents=True, exist_ok=True)
-        temp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".importing", dir=parent))
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o022
+
+
+def _missing_ancestor(path: Path) -> Path | None:
+    """The outermost directory of `path`'s parents that does not exist yet."""
+    missing = None
+    for ancestor in path.parents:
+        if ancestor.exists():
+            break
+        missing = ancestor
+    return missing
+
+
+def write_ocms_directory(out: Path, fit: Fit, series: list[Series], sources: list[Path]) -> Written:
+    """Write into a temp directory beside `out`, rename it to `out` when complete. On any
+    failure nothing is left: neither the temp directory nor parents created for `out`."""
+    check_output_path(out, sources)
+    created = _missing_ancestor(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        temp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".importing", dir=out.parent))
     except OSError as error:
+        if created is not None:
+            shutil.rmtree(created, ignore_errors=True)
         raise WriteError(f"cannot create {out}: {error.strerror or error}") from None
     try:
         written = write_rows(temp, fit, series)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temp, 0o777 & ~umask)  # mkdtemp's 0700 is for while it is incomplete
+        os.chmod(temp, 0o777 & ~_umask())  # mkdtemp's 0700 is for while it is incomplete
         if out.is_dir():
             out.rmdir()  # empty (checked above): rename needs the name free
         os.rename(temp, out)
-    except OSError as error:
+    except BaseException as error:
         shutil.rmtree(temp, ignore_errors=True)
-        raise WriteError(f"cannot write {out}: {error}") from None
-    except BaseException:
-        shutil.rmtree(temp, ignore_errors=True)
+        if created is not None:
+            shutil.rmtree(created, ignore_errors=True)
+        if isinstance(error, OSError):
+            raise WriteError(f"cannot write {out}: {error}") from None
         raise
     return Written(out, written.rows, written.points, written.y_names, written.recorder_notes)

@@ -1,0 +1,106 @@
+"""`ocms-tui import` of logs written by a real HF Trainer and a real Lightning run: the
+imported directory holds what the live integration recorded, value for value."""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ocms_tui.checker import check_directory
+from ocms_tui.model import RunModel
+from tests.integrations.test_hf_trainer import token_classification_data, train_tiny_bert
+from tests.integrations.test_lightning_trainer import build_module, loaders
+from tests.sources_support import run_cli, tree_state
+
+pytestmark = pytest.mark.integration
+
+
+def last_values(directory: Path) -> dict[tuple[str, str], dict[int, float]]:
+    """(chart, y-axis name) -> step -> value, as a reader sees it (the last non-empty value
+    at a step wins)."""
+    model = RunModel(directory)
+    model.load_settled()
+    assert not [problem for problem in model.problems if problem.is_error]
+    found: dict[tuple[str, str], dict[int, float]] = {}
+    for chart in model.charts:
+        steps = chart.steps().tolist()
+        for index, name in enumerate(chart.y_axis):
+            series = found.setdefault((chart.name, name), {})
+            for step, value in zip(steps, chart.values(index).tolist(), strict=True):
+                if not math.isnan(value):
+                    series[step] = value
+    return found
+
+
+def test_trainer_state_imports_as_the_hf_callback_recorded_it_live(tmp_path: Path) -> None:
+    from ocms_integrations.hf import OcmsCallback
+
+    trainer = train_tiny_bert(tmp_path / "run", [OcmsCallback()])
+    # A second eval set at the last step: same-step train, eval and eval_b entries.
+    trainer.evaluate(eval_dataset=token_classification_data(16, seed=3), metric_key_prefix="eval_b")
+    state = tmp_path / "checkpoint" / "trainer_state.json"
+    state.parent.mkdir()
+    trainer.state.save_to_json(str(state))  # the Trainer's own writer of the file
+
+    out = tmp_path / "imported"
+    result = run_cli("import", str(state.parent), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert check_directory(out).errors == 0
+    live = last_values(tmp_path / "run" / "ocms_metrics")
+    imported = last_values(out)
+    assert ("loss", "eval_b_loss") in imported and ("eval_score", "eval_b_accuracy") in imported
+    assert imported.keys() == live.keys()
+    for key, values in live.items():
+        assert imported[key] == values, key  # exactly: JSON keeps every float's digits
+    assert "left out" not in result.stdout  # summary and eval timing: not metrics by design
+
+
+def test_lightning_csvlogger_run_imports_every_logged_value(tmp_path: Path) -> None:
+    import lightning.pytorch as pl
+    from lightning.pytorch.loggers import CSVLogger
+
+    trainer = pl.Trainer(
+        default_root_dir=str(tmp_path),
+        max_epochs=2,
+        log_every_n_steps=2,
+        accelerator="cpu",
+        devices=1,
+        logger=CSVLogger(str(tmp_path / "logs")),
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    train_loader, val_loader = loaders()
+    trainer.fit(build_module("lightning.pytorch"), train_loader, val_loader)
+    run = tmp_path / "logs" / "lightning_logs"
+    metrics_csv = run / "version_0" / "metrics.csv"
+    with open(metrics_csv, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    before = tree_state(tmp_path / "logs")
+
+    out = tmp_path / "imported"
+    result = run_cli("import", str(run), "--out", str(out))  # finds version_0/ itself
+    assert result.returncode == 0, result.stderr
+    assert tree_state(tmp_path / "logs") == before
+    imported = last_values(out)
+    charts = {chart for chart, _ in imported}
+    assert {"loss", "epoch", "eval_score"} <= charts
+    names = {name: chart for chart, name in imported}
+    for column in rows[0]:
+        if column == "step":
+            continue
+        expected = {int(row["step"]): float(row[column]) for row in rows if row[column]}
+        assert imported[names[column], column] == expected, column
+    accuracy = imported["eval_score", "accuracy"]
+    assert len(accuracy) == 2  # one validation per epoch
+    assert np.isclose(accuracy[max(accuracy)], float(trainer.callback_metrics["accuracy"]))
+
+
+@pytest.fixture(autouse=True)
+def _quiet(monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("PYTHONWARNINGS", "ignore")
