@@ -28,7 +28,8 @@ import ocms_recorder
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ocms_tui.report import ExitCode, encodable, printable
-from ocms_tui.scan import (
+from ocms_tui.scan import ScanResult, chart_groups_source, scan_project
+from ocms_tui.scan_sites import (
     ACCELERATOR,
     HF_TRAINER,
     LIGHTNING_TRAINER,
@@ -40,10 +41,7 @@ from ocms_tui.scan import (
     TB_SCALAR,
     TB_SCALARS,
     WANDB,
-    ScanResult,
     Site,
-    chart_groups_source,
-    scan_project,
 )
 
 TARGET_DIR = "migrate_to_cloudrobo"

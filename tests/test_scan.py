@@ -198,6 +198,28 @@ def test_suggestion_keeps_every_key_within_six_charts(tmp_path: Path) -> None:
     }
 
 
+def test_with_every_default_chart_in_use_unplaceable_keys_stay_unplaced(tmp_path: Path) -> None:
+    defaults = "'loss': 1, 'learning_rate': 1, 'epoch': 1, 'timing/data': 1, 'mIoU': 1"
+    write(
+        tmp_path, "train.py", f"metrics = {{{defaults}, 'grad_norm': 1, 'reward': 1, 'kl/x': 1}}\n"
+    )
+    result = scan_project(tmp_path)
+    assert result.suggested_chart_groups is not None
+    assert len(result.suggested_chart_groups) == 6
+    assert result.suggested_plan is not None
+    unplaced = [entry.key for entry in result.suggested_plan if entry.chart is None]
+    assert unplaced == ["reward", "kl/x"]
+
+
+def test_one_chart_left_takes_every_new_family(tmp_path: Path) -> None:
+    defaults = "'loss': 1, 'learning_rate': 1, 'epoch': 1, 'timing/data': 1, 'mIoU': 1"
+    write(tmp_path, "train.py", f"metrics = {{{defaults}, 'other': 1, 'reward': 1, 'kl/x': 1}}\n")
+    groups = scan_project(tmp_path).suggested_chart_groups
+    assert groups is not None
+    assert [g.chart for g in groups][-1] == "other"
+    assert groups[-1].keys == ("other", "reward", "kl/x")
+
+
 def test_format_strings_give_keys_and_values(tmp_path: Path) -> None:
     write(
         tmp_path,
@@ -339,7 +361,7 @@ def test_an_inaccessible_project_is_a_usage_error(tmp_path: Path) -> None:
 
 def test_scan_modules_import_no_textual() -> None:
     code = (
-        "import sys, ocms_tui.scan, ocms_tui.scaffold, ocms_tui.cli; "
+        "import sys, ocms_tui.scan, ocms_tui.scan_sites, ocms_tui.scaffold, ocms_tui.cli; "
         "assert 'textual' not in sys.modules and 'rich' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
