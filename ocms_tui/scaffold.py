@@ -419,16 +419,25 @@ def loop_sites(sites: Sequence[Site]) -> list[Site]:
     return sorted(chosen, key=lambda site: (site.file, site.line))
 
 
+def _read_module(path: Path) -> tuple[bytes, cst.Module] | str:
+    """The file's bytes and libcst tree, or why it is not edited."""
+    try:
+        before = path.read_bytes()
+        return before, cst.parse_module(before)
+    except OSError as error:
+        return f"not edited: {error.strerror}"
+    except cst.ParserSyntaxError as error:
+        return f"not edited: libcst cannot parse it ({error.message})"
+
+
 def edit_script(
     project: Path, file: str, sites: Sequence[Site], framework: str, output_dir_expr: str | None
 ) -> tuple[bytes, bytes] | str:
     """(before, after) of one script, or why it is left alone."""
-    path = project / file
-    before = path.read_bytes()
-    try:
-        module = cst.parse_module(before)
-    except cst.ParserSyntaxError as error:
-        return f"not edited: libcst cannot parse it ({error.message})"
+    parsed = _read_module(project / file)
+    if isinstance(parsed, str):
+        return parsed
+    before, module = parsed
     hook = FRAMEWORK_HOOKS.get(framework)
     import_names = [HOOK_PREFIX + hook[0]] if hook else [LOOP_MODULE]
     if _imports_module(module, [*import_names, "ocms_recorder"]):
@@ -450,7 +459,9 @@ def edit_script(
         import_line = f"from {LOOP_MODULE} import ocms_log"
     if not after_lines and not call_lines:
         return "nothing to record here"
-    editor = _ScriptEditor(after_lines, call_lines, _path_setup(module, path, project, import_line))
+    editor = _ScriptEditor(
+        after_lines, call_lines, _path_setup(module, project / file, project, import_line)
+    )
     edited = MetadataWrapper(module).visit(editor)
     return before, edited.bytes
 
@@ -520,12 +531,10 @@ def _mmengine_config_edit(module: cst.Module, output_dir_expr: str | None) -> cs
 
 
 def edit_config(project: Path, file: str, output_dir_expr: str | None) -> tuple[bytes, bytes] | str:
-    path = project / file
-    before = path.read_bytes()
-    try:
-        module = cst.parse_module(before)
-    except cst.ParserSyntaxError as error:
-        return f"not edited: libcst cannot parse it ({error.message})"
+    parsed = _read_module(project / file)
+    if isinstance(parsed, str):
+        return parsed
+    before, module = parsed
     if b"OcmsHook" in before:
         return "already set up"
     edited = _mmengine_config_edit(module, output_dir_expr)
