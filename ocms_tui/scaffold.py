@@ -127,6 +127,7 @@ class InitPlan:
     scan: ScanResult
     changes: list[FileChange] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # files left alone, and why
+    refusal: str | None = None  # why init writes nothing at all
 
     @property
     def pending(self) -> list[FileChange]:
@@ -431,9 +432,15 @@ def _read_module(path: Path) -> tuple[bytes, cst.Module] | str:
 
 
 def edit_script(
-    project: Path, file: str, sites: Sequence[Site], framework: str, output_dir_expr: str | None
+    project: Path,
+    file: str,
+    sites: Sequence[Site],
+    framework: str,
+    output_dir_expr: str | None,
+    notes: list[str],
 ) -> tuple[bytes, bytes] | str:
-    """(before, after) of one script, or why it is left alone."""
+    """(before, after) of one script, or why it is left alone; sites it could not edit
+    are added to `notes`."""
     parsed = _read_module(project / file)
     if isinstance(parsed, str):
         return parsed
@@ -459,10 +466,18 @@ def edit_script(
         import_line = f"from {LOOP_MODULE} import ocms_log"
     if not after_lines and not call_lines:
         return "nothing to record here"
+    wanted = set(after_lines) | {line for line, _ in call_lines}
     editor = _ScriptEditor(
         after_lines, call_lines, _path_setup(module, project / file, project, import_line)
     )
     edited = MetadataWrapper(module).visit(editor)
+    # A site that is not a statement of its own (`if ok: wandb.log(m)`) or a call libcst
+    # names differently gets no edit: without any, the import alone would be dead weight.
+    missed = sorted(set(after_lines) - editor.done) + sorted(line for line, _ in editor.call_lines)
+    if len(missed) == len(wanted):
+        return "not edited: no site is a statement init can add a line after"
+    if missed:
+        notes.extend(f"{file}:{line}: not edited (add the call by hand)" for line in missed)
     return before, edited.bytes
 
 
@@ -562,6 +577,10 @@ def plan_init(project: Path, output_dir_expr: str | None = None) -> InitPlan:
         + chart_groups_source(result.suggested_chart_groups)
     )
     target = project / TARGET_DIR
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        # Writing through a link would put the files (and their edits) somewhere else.
+        plan.refusal = f"{TARGET_DIR} is a symbolic link or not a directory"
+        return plan
     for name, content, source in copied_files(framework, groups):
         path = target / name
         before = path.read_bytes() if path.is_file() else None
@@ -578,7 +597,7 @@ def plan_init(project: Path, output_dir_expr: str | None = None) -> InitPlan:
                 continue
             outcome = edit_config(project, file, output_dir_expr)
         else:
-            outcome = edit_script(project, file, sites, framework, output_dir_expr)
+            outcome = edit_script(project, file, sites, framework, output_dir_expr, plan.notes)
         if isinstance(outcome, str):
             plan.notes.append(f"{file}: {outcome}")
         else:
@@ -637,8 +656,11 @@ def apply(plan: InitPlan) -> None:
         change.path.parent.mkdir(parents=True, exist_ok=True)
         mode = change.path.stat().st_mode & 0o7777 if change.before is not None else 0o644
         temp = change.path.with_name(f".{change.path.name}.ocms-init.tmp")
+        temp.unlink(missing_ok=True)  # a leftover; never written through if it is a link
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
         try:
-            temp.write_bytes(change.after)
+            with os.fdopen(os.open(temp, flags, mode), "wb") as handle:
+                handle.write(change.after)
             os.chmod(temp, mode)
             os.replace(temp, change.path)
         finally:
@@ -675,6 +697,9 @@ def run_init(
         say(
             "ocms-tui init: no metric-logging site found; nothing to integrate (see ocms-tui scan)\n"
         )
+        return ExitCode.PROBLEMS
+    if plan.refusal is not None:
+        say(printable(f"ocms-tui init: {plan.refusal}; nothing written") + "\n", sys.stderr)
         return ExitCode.PROBLEMS
     say(f"framework: {plan.scan.framework}\n")
     for note in plan.notes:

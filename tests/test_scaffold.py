@@ -155,6 +155,55 @@ def test_a_script_in_a_subdirectory_finds_the_copied_files(tmp_path: Path) -> No
     assert (tmp_path / "out" / "ocms_metrics" / "loss.csv").read_text() == "0,0.0\n1,0.5\n2,1.0\n"
 
 
+def test_line_endings_and_indentation_are_kept(tmp_path: Path) -> None:
+    source = "import wandb\r\n\r\ndef fit(step):\r\n\tif step:\r\n\t\twandb.log({'loss': 1}, step=step)\r\n"
+    (tmp_path / "train.py").write_bytes(source.encode())
+    plan = scaffold.plan_init(tmp_path)
+    (edit,) = [change for change in plan.pending if change.path.name == "train.py"]
+    text = edit.after.decode()
+    assert text.count("\n") == text.count("\r\n")
+    assert "\t\twandb.log({'loss': 1}, step=step)\r\n\t\tocms_log(step, {'loss': 1})\r\n" in text
+
+
+def test_a_site_inside_a_one_line_statement_is_reported_not_half_edited(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(
+        "import wandb\n"
+        "def fit(step, ok):\n"
+        "    if ok: wandb.log({'loss': 1}, step=step)\n"
+        "def evaluate(step):\n"
+        "    wandb.log({'eval_loss': 1}, step=step)\n"
+    )
+    plan = scaffold.plan_init(tmp_path)
+    assert "train.py:3: not edited (add the call by hand)" in plan.notes
+    (edit,) = [change for change in plan.pending if change.path.name == "train.py"]
+    assert "    ocms_log(step, {'eval_loss': 1})\n" in edit.after.decode()
+    (tmp_path / "train.py").write_text(
+        "import wandb\ndef fit(step, ok):\n    if ok: wandb.log({'loss': 1}, step=step)\n"
+    )
+    plan = scaffold.plan_init(tmp_path)
+    assert not [change for change in plan.pending if change.path.name == "train.py"]
+    assert any("no site is a statement" in note for note in plan.notes)
+
+
+def test_links_are_never_written_through(tmp_path: Path) -> None:
+    project = project_copy(tmp_path, "plain_loop")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (project / "migrate_to_cloudrobo").symlink_to(elsewhere)
+    refused = run_init(str(project), "--write")
+    assert refused.returncode == 1
+    assert "migrate_to_cloudrobo is a symbolic link" in refused.stderr
+    assert list(elsewhere.iterdir()) == []
+    (project / "migrate_to_cloudrobo").unlink()
+    (project / "migrate_to_cloudrobo").mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    (project / "migrate_to_cloudrobo" / ".ocms_recorder.py.ocms-init.tmp").symlink_to(victim)
+    assert run_init(str(project), "--write").returncode == 0
+    assert victim.read_text() == "keep\n"
+    assert not (project / "migrate_to_cloudrobo" / "ocms_recorder.py").is_symlink()
+
+
 def test_files_that_do_not_parse_are_never_touched(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text(
         "import wandb\ndef f(step):\n    wandb.log({'loss': 1}, step=step)\n"

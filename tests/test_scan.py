@@ -365,3 +365,12 @@ def test_scan_modules_import_no_textual() -> None:
         "assert 'textual' not in sys.modules and 'rich' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_a_scan_reads_at_most_max_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for index in range(5):
+        write(tmp_path, f"m{index}.py", "print(f'loss={1}')\n")
+    monkeypatch.setattr(scan, "MAX_FILES", 3)
+    result = scan_project(tmp_path)
+    assert result.files_read == 3
+    assert result.skipped == [("m3.py", "too many files")]
