@@ -16,6 +16,7 @@ from pathlib import Path
 
 import ocms_recorder
 import pytest
+from test_recorder_faults import _python_3_8
 
 from ocms_tui import scaffold
 from ocms_tui.scan import scan_project
@@ -303,3 +304,49 @@ def test_help_and_version_do_not_load_scan_or_libcst() -> None:
         "assert not {'libcst', 'ocms_tui.scan', 'ocms_tui.scaffold'} & set(sys.modules)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60, capture_output=True)
+
+
+# What Python 3.8 lacks and compile() cannot see: str methods of 3.9.
+NEWER_THAN_3_8 = (b".removeprefix(", b".removesuffix(")
+
+
+def test_the_copied_files_run_on_python_3_8(tmp_path: Path) -> None:
+    interpreter = _python_3_8()
+    if interpreter is None:
+        pytest.skip("no Python 3.8 interpreter here")
+    for name in ("hf_trainer", "lightning_module", "mmengine_config"):
+        project = project_copy(tmp_path, name)
+        assert run_init(str(project), "--write").returncode == 0
+        copied = sorted((project / "migrate_to_cloudrobo").glob("*.py"))
+        compiled = subprocess.run(
+            [
+                interpreter,
+                "-c",
+                "import sys\nfor f in sys.argv[1:]: compile(open(f).read(), f, 'exec')",
+                *map(str, copied),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert compiled.returncode == 0, compiled.stderr
+        for path in copied:
+            assert not any(method in path.read_bytes() for method in NEWER_THAN_3_8), path
+    loop = tmp_path / "loop"
+    loop.mkdir()
+    (loop / "train.py").write_text(
+        "def fit(output_dir):\n"
+        "    for step in range(3):\n"
+        "        loss = 1.0 / (step + 1)\n"
+        "        print(f'step {step} loss={loss:.3f}')\n"
+        "if __name__ == '__main__':\n"
+        "    fit('out')\n"
+    )
+    assert run_init(str(loop), "--write", "--output-dir-expr", "output_dir").returncode == 0
+    ran = subprocess.run(
+        [interpreter, "-I", "train.py"], cwd=loop, capture_output=True, text=True, timeout=60
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert (
+        loop / "out" / "ocms_metrics" / "loss.csv"
+    ).read_text() == "0,1.0\n1,0.5\n2,0.3333333333333333\n"
