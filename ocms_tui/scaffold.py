@@ -602,7 +602,21 @@ def plan_init(project: Path, output_dir_expr: str | None = None) -> InitPlan:
             plan.notes.append(f"{file}: {outcome}")
         else:
             plan.changes.append(FileChange(project / file, *outcome))
+    edited = [change for change in plan.changes if change.path.parent != target]
+    if framework in FRAMEWORK_HOOKS and not edited and not _set_up_before(plan):
+        # The Trainer is built where scan cannot see it (LightningCLI, a factory): the
+        # hook is copied, the one line that uses it is the user's to add.
+        module, class_name = FRAMEWORK_HOOKS[framework]
+        plan.notes.append(
+            f"no Trainer(...) call found to edit: add callbacks=[{class_name}()] where the "
+            f"Trainer is made, after `from {HOOK_PREFIX}{module} import {class_name}` with "
+            f"{TARGET_DIR}/ on sys.path"
+        )
     return plan
+
+
+def _set_up_before(plan: InitPlan) -> bool:
+    return any(note.endswith(": already set up") for note in plan.notes)
 
 
 def render_diff(plan: InitPlan) -> str:

@@ -127,6 +127,24 @@ def test_trainer_callbacks_are_extended_not_replaced(tmp_path: Path) -> None:
     assert "c = Trainer(callbacks=[OcmsCallback(output_dir='out')])" in text
 
 
+def test_a_trainer_made_out_of_sight_gets_a_hand_edit_note(tmp_path: Path) -> None:
+    (tmp_path / "model.py").write_text(
+        "import lightning as L\n"
+        "class Net(L.LightningModule):\n"
+        "    def training_step(self, batch, index):\n"
+        "        self.log('train_loss', 1.0)\n"
+    )
+    plan = scaffold.plan_init(tmp_path)
+    assert plan.scan.framework == "lightning"
+    assert [change.path.name for change in plan.pending] == [
+        "__init__.py",
+        "ocms_recorder.py",
+        "ocms_base.py",
+        "ocms_lightning.py",
+    ]
+    assert plan.notes[-1].startswith("no Trainer(...) call found to edit: add callbacks=")
+
+
 def test_a_script_in_a_subdirectory_finds_the_copied_files(tmp_path: Path) -> None:
     script = tmp_path / "tools" / "train.py"
     script.parent.mkdir()
