@@ -46,6 +46,12 @@ def project_copy(tmp_path: Path, name: str) -> Path:
     return target
 
 
+def edited_text(plan: scaffold.InitPlan, name: str) -> str:
+    """The new text of the one pending change to the file called `name`."""
+    (change,) = [change for change in plan.pending if change.path.name == name]
+    return change.after.decode()
+
+
 def snapshot(root: Path) -> dict[str, bytes]:
     return {
         path.relative_to(root).as_posix(): path.read_bytes()
@@ -117,8 +123,7 @@ def test_trainer_callbacks_are_extended_not_replaced(tmp_path: Path) -> None:
         "    c = Trainer()\n"
     )
     plan = scaffold.plan_init(tmp_path, output_dir_expr="'out'")
-    (edit,) = [change for change in plan.pending if change.path.name == "train.py"]
-    text = edit.after.decode()
+    text = edited_text(plan, "train.py")
     assert "a = Trainer(model=None, callbacks=[Early(), OcmsCallback(output_dir='out')])" in text
     assert (
         "b = Trainer(model=None, callbacks=[*(extra or []), OcmsCallback(output_dir='out')])"
@@ -178,8 +183,7 @@ def test_line_endings_and_indentation_are_kept(tmp_path: Path) -> None:
     source = "import wandb\r\n\r\ndef fit(step):\r\n\tif step:\r\n\t\twandb.log({'loss': 1}, step=step)\r\n"
     (tmp_path / "train.py").write_bytes(source.encode())
     plan = scaffold.plan_init(tmp_path)
-    (edit,) = [change for change in plan.pending if change.path.name == "train.py"]
-    text = edit.after.decode()
+    text = edited_text(plan, "train.py")
     assert text.count("\n") == text.count("\r\n")
     assert "\t\twandb.log({'loss': 1}, step=step)\r\n\t\tocms_log(step, {'loss': 1})\r\n" in text
 
@@ -194,8 +198,7 @@ def test_a_site_inside_a_one_line_statement_is_reported_not_half_edited(tmp_path
     )
     plan = scaffold.plan_init(tmp_path)
     assert "train.py:3: not edited (add the call by hand)" in plan.notes
-    (edit,) = [change for change in plan.pending if change.path.name == "train.py"]
-    assert "    ocms_log(step, {'eval_loss': 1})\n" in edit.after.decode()
+    assert "    ocms_log(step, {'eval_loss': 1})\n" in edited_text(plan, "train.py")
     (tmp_path / "train.py").write_text(
         "import wandb\ndef fit(step, ok):\n    if ok: wandb.log({'loss': 1}, step=step)\n"
     )
