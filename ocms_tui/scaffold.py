@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib.util import find_spec
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, TypeVar
 
 import libcst as cst
 import ocms_recorder
@@ -55,6 +55,7 @@ MMENGINE_HOOK_MODULE = "mmengine"
 # recorded: it carries the most complete metrics (a wandb dict over a printed loss).
 LOOP_SITE_PRIORITY = (WANDB, ACCELERATOR, TB_SCALAR, TB_SCALARS, METRICS_DICT, LOGGER, PRINT)
 MARK = "ocms-tui init"
+_Listed = TypeVar("_Listed", cst.Arg, cst.BaseElement)  # what a call or a list holds
 
 PACKAGE_INIT = f'''"""Copied by `{MARK}`: the ocms recorder and its framework hooks, standalone.
 
@@ -96,7 +97,7 @@ def ocms_log(step, metrics, output_dir=None):
         step = _next_step
     try:
         _next_step = int(step) + 1
-    except (TypeError, ValueError):
+    except Exception:  # a step the recorder refuses (and says so once)
         pass
     _recorder.log(step=step, metrics=metrics)
 
@@ -204,38 +205,24 @@ def _statements(code: str) -> list[cst.BaseStatement]:
     return list(cst.parse_module(code).body)
 
 
-def _with_arguments(call: cst.Call, extra: Sequence[cst.Arg]) -> cst.Call:
-    """`call` with arguments appended, laid out like the arguments it has: one per line
-    stays one per line, a trailing comma stays trailing."""
-    arguments = list(call.args)
-    if not arguments:
-        return call.with_changes(args=list(extra))
-    last = arguments[-1]
+def _appended(items: Sequence[_Listed], new: _Listed) -> list[_Listed]:
+    """`items` and then `new`, laid out like the items: one per line stays one per line, a
+    trailing comma stays trailing (the last item's comma moves to `new`)."""
+    if not items:
+        return [new]
     separator = (
-        arguments[-2].comma
-        if len(arguments) > 1
-        else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        items[-2].comma if len(items) > 1 else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
     )
-    closing = last.comma
-    arguments[-1] = last.with_changes(comma=separator)
-    new = [arg.with_changes(comma=separator) for arg in extra]
-    new[-1] = new[-1].with_changes(comma=closing)
-    return call.with_changes(args=[*arguments, *new])
+    last = items[-1]
+    return [*items[:-1], last.with_changes(comma=separator), new.with_changes(comma=last.comma)]
+
+
+def _with_argument(call: cst.Call, argument: cst.Arg) -> cst.Call:
+    return call.with_changes(args=_appended(call.args, argument))
 
 
 def _with_element(node: cst.List, element: cst.BaseExpression) -> cst.List:
-    elements = list(node.elements)
-    if not elements:
-        return node.with_changes(elements=[cst.Element(element)])
-    last = elements[-1]
-    separator = (
-        elements[-2].comma
-        if len(elements) > 1
-        else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    )
-    elements[-1] = last.with_changes(comma=separator)
-    elements.append(cst.Element(element, comma=last.comma))
-    return node.with_changes(elements=elements)
+    return node.with_changes(elements=_appended(node.elements, cst.Element(element)))
 
 
 class _ScriptEditor(cst.CSTTransformer):
@@ -378,7 +365,7 @@ def _add_callback(hook: str) -> Callable[[cst.Call], cst.Call]:
                 arguments = list(call.args)
                 arguments[index] = argument.with_changes(value=new_value)
                 return call.with_changes(args=arguments)
-        return _with_arguments(call, [_keyword("callbacks", f"[{hook}]")])
+        return _with_argument(call, _keyword("callbacks", f"[{hook}]"))
 
     return edit
 
