@@ -68,6 +68,7 @@ SKIPPED_DIRS = frozenset(
 )
 MAX_FILE_BYTES = 2_000_000  # a training script is far smaller; a bigger .py is data
 MAX_FILES = 20_000  # bounds a scan of a mistaken root (a home directory)
+TEXT_ROWS = 20  # rows per list in the text output: read in ten seconds
 
 
 @dataclass(frozen=True)
@@ -387,24 +388,33 @@ def format_text(result: ScanResult) -> str:
                 site.function,
                 ", ".join(site.keys) or "-",
             )
-            for site in result.sites
+            for site in result.sites[:TEXT_ROWS]
         ]
         lines += _table(rows, ("where", "call", "function", "keys"))
+        lines += _more(len(result.sites))
     else:
         lines.append("no metric-logging site found")
     if result.plan:
         lines.append("plan (default chart groups):")
         lines += _table(
-            [(e.key, e.chart or "-", e.y_axis or "not written") for e in result.plan],
+            [(e.key, e.chart or "-", e.y_axis or "not written") for e in result.plan[:TEXT_ROWS]],
             ("key", "chart", "y_axis"),
         )
+        lines += _more(len(result.plan))
     if result.suggested_chart_groups is not None:
         lines.append("suggested chart_groups (keep every key):")
         lines.append("  _ocms_default = dict(DEFAULT_CHART_GROUPS)")
         lines += chart_groups_source(result.suggested_chart_groups, "  ").splitlines()
-    for name, reason in result.skipped:
-        lines.append(f"skipped {name}: {reason}")
+    lines += [f"skipped {name}: {reason}" for name, reason in result.skipped[:TEXT_ROWS]]
+    lines += _more(len(result.skipped))
     return "\n".join(printable(line) for line in lines) + "\n"
+
+
+def _more(count: int) -> list[str]:
+    """The line that says how many rows a text list leaves out."""
+    if count <= TEXT_ROWS:
+        return []
+    return [f"  ... and {count - TEXT_ROWS} more (--format json lists them all)"]
 
 
 def _table(rows: Sequence[tuple[str, ...]], header: tuple[str, ...]) -> list[str]:

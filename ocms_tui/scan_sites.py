@@ -204,6 +204,7 @@ class _SiteFinder(ast.NodeVisitor):
         self.class_bases: list[list[str]] = []
         self.functions: list[ast.AST] = []
         self.loops: list[ast.For | ast.AsyncFor] = []
+        self.wandb_runs: set[str] = {"wandb", "wandb.run"}  # receivers of a wandb `log`
         self.sites: list[Site] = []
 
     # -- scopes ----------------------------------------------------------------------
@@ -306,6 +307,8 @@ class _SiteFinder(ast.NodeVisitor):
 
     def _assignment(self, node: ast.stmt, targets: list[ast.expr], value: ast.expr) -> None:
         names = [_receiver_name(target) for target in targets]
+        if isinstance(value, ast.Call) and _code(value.func) == "wandb.init":
+            self.wandb_runs.update(_code(target) for target in targets)  # run = wandb.init()
         if not self.scope and self.imports & {"mmengine", "<config>"}:
             for name in names:
                 if name in (MM_CUSTOM_HOOKS, MM_DEFAULT_HOOKS) and isinstance(
@@ -355,7 +358,7 @@ class _SiteFinder(ast.NodeVisitor):
                 items = self._resolve_dict(scalars, node)
                 keys = [f"{tag}/{key}" if tag else key for key, _ in items]
                 self._add(node, callee, TB_SCALARS, (), step, keys, metrics=scalars, tag=tag_node)
-        elif method == "log" and receiver == "wandb":
+        elif method == "log" and _code(func.value) in self.wandb_runs:
             data = _argument(node, 0, "data")
             items = self._resolve_dict(data, node)
             step = _argument(node, None, "step")

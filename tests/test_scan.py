@@ -374,3 +374,31 @@ def test_a_scan_reads_at_most_max_files(tmp_path: Path, monkeypatch: pytest.Monk
     result = scan_project(tmp_path)
     assert result.files_read == 3
     assert result.skipped == [("m3.py", "too many files")]
+
+
+def test_wandb_runs_are_found_under_any_name(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "train.py",
+        "import wandb\n"
+        "def fit(step):\n"
+        "    run = wandb.init(project='x')\n"
+        "    run.log({'loss': 1.0}, step=step)\n"
+        "    wandb.run.log({'grad_norm': 2.0})\n"
+        "    other.log({'ignored': 3.0})\n",
+    )
+    sites = scan_project(tmp_path).sites
+    assert [(site.line, site.kind, site.keys) for site in sites] == [
+        (4, "wandb.log", ("loss",)),
+        (5, "wandb.log", ("grad_norm",)),
+    ]
+
+
+def test_the_text_lists_stay_short_and_json_keeps_everything(tmp_path: Path) -> None:
+    body = "".join(f"    wandb.log({{'k{index}_loss': 1}})\n" for index in range(30))
+    write(tmp_path, "train.py", "import wandb\ndef fit():\n" + body)
+    result = scan_project(tmp_path)
+    text = scan.format_text(result)
+    assert text.count("... and 10 more (--format json lists them all)") == 2  # sites, plan
+    assert len(text.splitlines()) < 60
+    assert len(result.as_json()["sites"]) == 30
