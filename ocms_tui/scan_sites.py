@@ -39,6 +39,11 @@ _STEP_COUNTERS = ("global_step", "step", "iteration", "global_iter", "iter_num",
 _LABELLED_VALUE = re.compile(
     r"([A-Za-z_][\w/.-]*)\s*[:=]\s*(?:%[-#0 +]*\d*(?:\.\d+)?[a-zA-Z]|\{[^{}]*\})"
 )
+_LABEL_BEFORE_VALUE = re.compile(r"([A-Za-z_][\w/.-]*)\s*[:=]\s*$")
+# A printed step: `step 12`, `iter: 12`, `it=12` (the value may follow without a colon).
+_STEP_LABEL = r"\b(?:global_step|step|iteration|iter|it)\s*[:=]?\s*"
+_STEP_BEFORE_VALUE = re.compile(_STEP_LABEL + "$", re.IGNORECASE)
+_STEP_BEFORE_PLACEHOLDER = re.compile(_STEP_LABEL + r"(?=%|\{)", re.IGNORECASE)
 _PERCENT_PLACEHOLDER = re.compile(r"%[-#0 +]*\d*(?:\.\d+)?[a-zA-Z%]")
 _BRACE_PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 
@@ -136,26 +141,23 @@ def _dict_items(node: ast.AST | None) -> list[tuple[str, str]]:
     return []
 
 
-def _label_keys(template: str) -> list[str]:
-    keys = []
-    for match in _LABELLED_VALUE.finditer(template):
-        key = match.group(1).lower()
-        if key not in _STEP_WORDS and key not in keys:
-            keys.append(key)
-    return keys
-
-
-def _formatted_values(node: ast.expr, call: ast.Call) -> list[tuple[str, str]] | None:
+def _formatted_values(
+    node: ast.expr, call: ast.Call
+) -> tuple[list[tuple[str, str]], str | None] | None:
     """(key, value source) pairs of a log line: `f"loss={loss:.3f}"`, `"loss=%f" % loss`,
-    `"loss: %f", loss` (logging's arguments). None when the line names no loss."""
+    `"loss: %f", loss` (logging's arguments), and the source of the step it prints, if
+    any. None when the line names no loss."""
     pairs: list[tuple[str, str]] = []
+    step: str | None = None
     if isinstance(node, ast.JoinedStr):
         text = ""
         for part in node.values:
             if isinstance(part, ast.FormattedValue):
-                label = _label_keys(text + "{}")
-                key = label[-1] if label and text.rstrip().endswith((":", "=")) else None
-                if key and key not in dict(pairs):
+                if step is None and _STEP_BEFORE_VALUE.search(text):
+                    step = _code(part.value)
+                label = _LABEL_BEFORE_VALUE.search(text)  # `loss=` right before `{...}`
+                key = label.group(1).lower() if label else None
+                if key and key not in _STEP_WORDS and key not in dict(pairs):
                     pairs.append((key, _code(part.value)))
                 text += "{}"
             else:
@@ -180,18 +182,22 @@ def _formatted_values(node: ast.expr, call: ast.Call) -> list[tuple[str, str]] |
         else:
             return None
         placeholders = [m for m in placeholder.finditer(template) if m.group() != "%%"]
+
+        def argument_after(position: int) -> str | None:
+            """The argument that fills the first placeholder at or after `position`."""
+            index = next((i for i, p in enumerate(placeholders) if p.start() >= position), None)
+            return None if index is None or index >= len(arguments) else _code(arguments[index])
+
+        label = _STEP_BEFORE_PLACEHOLDER.search(template)
+        step = argument_after(label.end()) if label else None
         for match in _LABELLED_VALUE.finditer(template):
             key = match.group(1).lower()
-            index = next(
-                (i for i, p in enumerate(placeholders) if p.start() >= match.start()), None
-            )
-            if key in _STEP_WORDS or index is None or index >= len(arguments):
-                continue
-            if key not in dict(pairs):
-                pairs.append((key, _code(arguments[index])))
+            value = argument_after(match.start())
+            if key not in _STEP_WORDS and value is not None and key not in dict(pairs):
+                pairs.append((key, value))
     if "loss" not in template.lower() and not any("loss" in value for _, value in pairs):
         return None
-    return [(key, value) for key, value in pairs if key not in _STEP_WORDS]
+    return pairs, step
 
 
 class _SiteFinder(ast.NodeVisitor):
@@ -270,14 +276,16 @@ class _SiteFinder(ast.NodeVisitor):
         call: str,
         kind: str,
         values: Sequence[tuple[str, str]] = (),
-        step: ast.expr | None = None,
+        step: ast.expr | str | None = None,
         keys: Sequence[str] | None = None,
         metrics: ast.AST | None = None,
         tag: ast.AST | None = None,
         value: ast.AST | None = None,
     ) -> None:
         pairs = tuple(values)
-        step_text = _code(step) if step is not None else self._guess_step(node)
+        if isinstance(step, ast.expr):
+            step = _code(step)
+        step_text = step if step is not None else self._guess_step(node)
         self.sites.append(
             Site(
                 file=self.file_name,
@@ -331,9 +339,9 @@ class _SiteFinder(ast.NodeVisitor):
         func = node.func
         callee = _source_text(func)
         if isinstance(func, ast.Name) and func.id == "print" and node.args:
-            pairs = _formatted_values(node.args[0], node)
-            if pairs is not None:
-                self._add(node, callee, PRINT, pairs)
+            found = _formatted_values(node.args[0], node)
+            if found is not None:
+                self._add(node, callee, PRINT, found[0], found[1])
             return
         if isinstance(func, (ast.Name, ast.Attribute)) and _name_of(func).endswith("Trainer"):
             if self.imports & _LIGHTNING:
@@ -380,9 +388,9 @@ class _SiteFinder(ast.NodeVisitor):
             self._add(node, callee, LOG_METRICS, items)
         elif method in _LOGGER_METHODS and "log" in receiver.lower() and node.args:
             message = node.args[1] if method == "log" and len(node.args) > 1 else node.args[0]
-            pairs = _formatted_values(message, node)
-            if pairs is not None:
-                self._add(node, callee, LOGGER, pairs)
+            found = _formatted_values(message, node)
+            if found is not None:
+                self._add(node, callee, LOGGER, found[0], found[1])
 
     def _in_lightning(self) -> bool:
         return bool(self.imports & _LIGHTNING) or any(

@@ -243,6 +243,25 @@ def test_format_strings_give_keys_and_values(tmp_path: Path) -> None:
     assert sites[0].step == "it"
 
 
+def test_a_printed_step_is_the_step_init_records(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "loop.py",
+        "import logging\n"
+        "log = logging.getLogger()\n"
+        "def run(n, loss, state):\n"
+        "    print(f'acc={n} | Step {state.done} Loss: {loss:.3f}')\n"
+        "    log.info('iter %d/%d loss=%.3f', state.iteration, n, loss)\n"
+        "    print('loss %.2f' % loss)\n",
+    )
+    sites = scan_project(tmp_path).sites
+    assert [(s.step, s.values) for s in sites] == [
+        ("state.done", (("acc", "n"), ("loss", "loss"))),
+        ("state.iteration", (("loss", "loss"),)),
+        (None, ()),
+    ]
+
+
 # -- hostile projects -------------------------------------------------------------------
 
 
