@@ -74,6 +74,7 @@ class Site:
             "kind": self.kind,
             "function": self.function,
             "keys": list(self.keys),
+            "step": self.step,  # the step expression init would record with, if known
         }
 
 

@@ -100,6 +100,7 @@ def test_json_output_has_the_promised_fields() -> None:
         "kind": "print",
         "function": "train",
         "keys": ["loss"],
+        "step": "step",
     }
     assert report["plan"] == [
         {"key": "loss", "chart": "loss", "y_axis": "loss"},
