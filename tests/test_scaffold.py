@@ -16,7 +16,6 @@ from pathlib import Path
 
 import ocms_recorder
 import pytest
-from test_recorder_faults import _python_3_8
 
 from ocms_tui import scaffold
 from ocms_tui.scan import scan_project
@@ -330,8 +329,27 @@ def test_help_and_version_do_not_load_scan_or_libcst() -> None:
 NEWER_THAN_3_8 = (b".removeprefix(", b".removesuffix(")
 
 
+def python_3_8() -> str | None:
+    """A working Python 3.8 interpreter (pyenv's, else on PATH), or None."""
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    found = [
+        *map(str, sorted(pyenv.glob("versions/3.8*/bin/python3.8"))),
+        shutil.which("python3.8"),
+    ]
+    check = "import sys; assert sys.version_info[:2] == (3, 8)"
+    return next(
+        (
+            path
+            for path in found
+            if path
+            and subprocess.run([path, "-c", check], capture_output=True, timeout=60).returncode == 0
+        ),
+        None,
+    )
+
+
 def test_the_copied_files_run_on_python_3_8(tmp_path: Path) -> None:
-    interpreter = _python_3_8()
+    interpreter = python_3_8()
     if interpreter is None:
         pytest.skip("no Python 3.8 interpreter here")
     for name in ("hf_trainer", "lightning_module", "mmengine_config"):
