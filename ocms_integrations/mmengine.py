@@ -42,7 +42,11 @@ _DEFAULTS = dict(DEFAULT_CHART_GROUPS)
 def recorder_key(message_hub_name: str) -> str:
     """`train/lr` -> `learning_rate`, `train/<wrapper>.lr` -> `learning_rate/<wrapper>`
     (several optimizers), `train/time` -> `timing/iter`, `train/loss_cls` -> `loss_cls`."""
-    name = message_hub_name.removeprefix(_TRAIN_PREFIX)
+    # Not str.removeprefix: `ocms-tui init` copies this hook into training images that may
+    # run Python 3.8.
+    name = message_hub_name
+    if name.startswith(_TRAIN_PREFIX):
+        name = name[len(_TRAIN_PREFIX) :]
     if name.endswith(".lr"):
         return "learning_rate/" + name[: -len(".lr")]
     return _RENAMED.get(name, name)

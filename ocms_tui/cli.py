@@ -164,7 +164,7 @@ def build_scan_parser() -> argparse.ArgumentParser:
         ),
         epilog="Exit codes: 0 found a place to integrate, 1 found nothing, 2 usage error.",
     )
-    parser.add_argument("project", metavar="PROJECT_DIR", type=Path)
+    parser.add_argument("project", metavar="PROJECT_DIR", type=Path, help="the training project")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     return parser
 
@@ -179,13 +179,15 @@ def build_init_parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 done (or nothing to do), 1 nothing to integrate or refused, "
         "2 usage error.",
     )
-    parser.add_argument("project", metavar="PROJECT_DIR", type=Path)
+    parser.add_argument("project", metavar="PROJECT_DIR", type=Path, help="the training project")
     parser.add_argument("--write", action="store_true", help="apply the edit and copy the files")
     parser.add_argument(
         "--output-dir-expr",
         metavar="EXPR",
-        help="Python expression for the training output directory at the logging site "
-        "(default: None, i.e. $METRICS else ./ocms_metrics)",
+        help="Python expression, valid where init adds its call, for the training output "
+        "directory (metrics go to $METRICS, else EXPR/ocms_metrics). Default: the HF "
+        "Trainer's output_dir, Lightning's default_root_dir, MMEngine's work_dir; a plain "
+        "loop writes to $METRICS, else ./ocms_metrics",
     )
     parser.add_argument(
         "--force", action="store_true", help="--write even with uncommitted changes in git"

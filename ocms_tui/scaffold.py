@@ -21,14 +21,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib.util import find_spec
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, TypeVar
 
 import libcst as cst
 import ocms_recorder
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ocms_tui.report import ExitCode, encodable, printable
-from ocms_tui.scan import (
+from ocms_tui.scan import ScanResult, chart_groups_source, scan_project
+from ocms_tui.scan_sites import (
     ACCELERATOR,
     HF_TRAINER,
     LIGHTNING_TRAINER,
@@ -40,10 +41,7 @@ from ocms_tui.scan import (
     TB_SCALAR,
     TB_SCALARS,
     WANDB,
-    ScanResult,
     Site,
-    chart_groups_source,
-    scan_project,
 )
 
 TARGET_DIR = "migrate_to_cloudrobo"
@@ -57,6 +55,7 @@ MMENGINE_HOOK_MODULE = "mmengine"
 # recorded: it carries the most complete metrics (a wandb dict over a printed loss).
 LOOP_SITE_PRIORITY = (WANDB, ACCELERATOR, TB_SCALAR, TB_SCALARS, METRICS_DICT, LOGGER, PRINT)
 MARK = "ocms-tui init"
+_Listed = TypeVar("_Listed", cst.Arg, cst.BaseElement)  # what a call or a list holds
 
 PACKAGE_INIT = f'''"""Copied by `{MARK}`: the ocms recorder and its framework hooks, standalone.
 
@@ -98,7 +97,7 @@ def ocms_log(step, metrics, output_dir=None):
         step = _next_step
     try:
         _next_step = int(step) + 1
-    except (TypeError, ValueError):
+    except Exception:  # a step the recorder refuses (and says so once)
         pass
     _recorder.log(step=step, metrics=metrics)
 
@@ -129,6 +128,7 @@ class InitPlan:
     scan: ScanResult
     changes: list[FileChange] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # files left alone, and why
+    refusal: str | None = None  # why init writes nothing at all
 
     @property
     def pending(self) -> list[FileChange]:
@@ -220,38 +220,24 @@ def _statements(code: str) -> list[cst.BaseStatement]:
     return list(cst.parse_module(code).body)
 
 
-def _with_arguments(call: cst.Call, extra: Sequence[cst.Arg]) -> cst.Call:
-    """`call` with arguments appended, laid out like the arguments it has: one per line
-    stays one per line, a trailing comma stays trailing."""
-    arguments = list(call.args)
-    if not arguments:
-        return call.with_changes(args=list(extra))
-    last = arguments[-1]
+def _appended(items: Sequence[_Listed], new: _Listed) -> list[_Listed]:
+    """`items` and then `new`, laid out like the items: one per line stays one per line, a
+    trailing comma stays trailing (the last item's comma moves to `new`)."""
+    if not items:
+        return [new]
     separator = (
-        arguments[-2].comma
-        if len(arguments) > 1
-        else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        items[-2].comma if len(items) > 1 else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
     )
-    closing = last.comma
-    arguments[-1] = last.with_changes(comma=separator)
-    new = [arg.with_changes(comma=separator) for arg in extra]
-    new[-1] = new[-1].with_changes(comma=closing)
-    return call.with_changes(args=[*arguments, *new])
+    last = items[-1]
+    return [*items[:-1], last.with_changes(comma=separator), new.with_changes(comma=last.comma)]
+
+
+def _with_argument(call: cst.Call, argument: cst.Arg) -> cst.Call:
+    return call.with_changes(args=_appended(call.args, argument))
 
 
 def _with_element(node: cst.List, element: cst.BaseExpression) -> cst.List:
-    elements = list(node.elements)
-    if not elements:
-        return node.with_changes(elements=[cst.Element(element)])
-    last = elements[-1]
-    separator = (
-        elements[-2].comma
-        if len(elements) > 1
-        else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    )
-    elements[-1] = last.with_changes(comma=separator)
-    elements.append(cst.Element(element, comma=last.comma))
-    return node.with_changes(elements=elements)
+    return node.with_changes(elements=_appended(node.elements, cst.Element(element)))
 
 
 class _ScriptEditor(cst.CSTTransformer):
@@ -394,7 +380,7 @@ def _add_callback(hook: str) -> Callable[[cst.Call], cst.Call]:
                 arguments = list(call.args)
                 arguments[index] = argument.with_changes(value=new_value)
                 return call.with_changes(args=arguments)
-        return _with_arguments(call, [_keyword("callbacks", f"[{hook}]")])
+        return _with_argument(call, _keyword("callbacks", f"[{hook}]"))
 
     return edit
 
@@ -436,16 +422,31 @@ def loop_sites(sites: Sequence[Site]) -> list[Site]:
     return sorted(chosen, key=lambda site: (site.file, site.line))
 
 
-def edit_script(
-    project: Path, file: str, sites: Sequence[Site], framework: str, output_dir_expr: str | None
-) -> tuple[bytes, bytes] | str:
-    """(before, after) of one script, or why it is left alone."""
-    path = project / file
-    before = path.read_bytes()
+def _read_module(path: Path) -> tuple[bytes, cst.Module] | str:
+    """The file's bytes and libcst tree, or why it is not edited."""
     try:
-        module = cst.parse_module(before)
+        before = path.read_bytes()
+        return before, cst.parse_module(before)
+    except OSError as error:
+        return f"not edited: {error.strerror}"
     except cst.ParserSyntaxError as error:
         return f"not edited: libcst cannot parse it ({error.message})"
+
+
+def edit_script(
+    project: Path,
+    file: str,
+    sites: Sequence[Site],
+    framework: str,
+    output_dir_expr: str | None,
+    notes: list[str],
+) -> tuple[bytes, bytes] | str:
+    """(before, after) of one script, or why it is left alone; sites it could not edit
+    are added to `notes`."""
+    parsed = _read_module(project / file)
+    if isinstance(parsed, str):
+        return parsed
+    before, module = parsed
     hook = FRAMEWORK_HOOKS.get(framework)
     import_names = [HOOK_PREFIX + hook[0]] if hook else [LOOP_MODULE]
     if _imports_module(module, [*import_names, "ocms_recorder"]):
@@ -467,8 +468,18 @@ def edit_script(
         import_line = f"from {LOOP_MODULE} import ocms_log"
     if not after_lines and not call_lines:
         return "nothing to record here"
-    editor = _ScriptEditor(after_lines, call_lines, _path_setup(module, path, project, import_line))
+    wanted = set(after_lines) | {line for line, _ in call_lines}
+    editor = _ScriptEditor(
+        after_lines, call_lines, _path_setup(module, project / file, project, import_line)
+    )
     edited = MetadataWrapper(module).visit(editor)
+    # A site that is not a statement of its own (`if ok: wandb.log(m)`) or a call libcst
+    # names differently gets no edit: without any, the import alone would be dead weight.
+    missed = sorted(set(after_lines) - editor.done) + sorted(line for line, _ in editor.call_lines)
+    if len(missed) == len(wanted):
+        return "not edited: no site is a statement init can add a line after"
+    if missed:
+        notes.extend(f"{file}:{line}: not edited (add the call by hand)" for line in missed)
     return before, edited.bytes
 
 
@@ -537,12 +548,10 @@ def _mmengine_config_edit(module: cst.Module, output_dir_expr: str | None) -> cs
 
 
 def edit_config(project: Path, file: str, output_dir_expr: str | None) -> tuple[bytes, bytes] | str:
-    path = project / file
-    before = path.read_bytes()
-    try:
-        module = cst.parse_module(before)
-    except cst.ParserSyntaxError as error:
-        return f"not edited: libcst cannot parse it ({error.message})"
+    parsed = _read_module(project / file)
+    if isinstance(parsed, str):
+        return parsed
+    before, module = parsed
     if b"OcmsHook" in before:
         return "already set up"
     edited = _mmengine_config_edit(module, output_dir_expr)
@@ -570,6 +579,10 @@ def plan_init(project: Path, output_dir_expr: str | None = None) -> InitPlan:
         + chart_groups_source(result.suggested_chart_groups)
     )
     target = project / TARGET_DIR
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        # Writing through a link would put the files (and their edits) somewhere else.
+        plan.refusal = f"{TARGET_DIR} is a symbolic link or not a directory"
+        return plan
     for name, content, source in copied_files(framework, groups):
         path = target / name
         before = path.read_bytes() if path.is_file() else None
@@ -586,12 +599,26 @@ def plan_init(project: Path, output_dir_expr: str | None = None) -> InitPlan:
                 continue
             outcome = edit_config(project, file, output_dir_expr)
         else:
-            outcome = edit_script(project, file, sites, framework, output_dir_expr)
+            outcome = edit_script(project, file, sites, framework, output_dir_expr, plan.notes)
         if isinstance(outcome, str):
             plan.notes.append(f"{file}: {outcome}")
         else:
             plan.changes.append(FileChange(project / file, *outcome))
+    edited = [change for change in plan.changes if change.path.parent != target]
+    if framework in FRAMEWORK_HOOKS and not edited and not _set_up_before(plan):
+        # The Trainer is built where scan cannot see it (LightningCLI, a factory): the
+        # hook is copied, the one line that uses it is the user's to add.
+        module, class_name = FRAMEWORK_HOOKS[framework]
+        plan.notes.append(
+            f"no Trainer(...) call found to edit: add callbacks=[{class_name}()] where the "
+            f"Trainer is made, after `from {HOOK_PREFIX}{module} import {class_name}` with "
+            f"{TARGET_DIR}/ on sys.path"
+        )
     return plan
+
+
+def _set_up_before(plan: InitPlan) -> bool:
+    return any(note.endswith(": already set up") for note in plan.notes)
 
 
 def render_diff(plan: InitPlan) -> str:
@@ -645,8 +672,11 @@ def apply(plan: InitPlan) -> None:
         change.path.parent.mkdir(parents=True, exist_ok=True)
         mode = change.path.stat().st_mode & 0o7777 if change.before is not None else 0o644
         temp = change.path.with_name(f".{change.path.name}.ocms-init.tmp")
+        temp.unlink(missing_ok=True)  # a leftover; never written through if it is a link
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
         try:
-            temp.write_bytes(change.after)
+            with os.fdopen(os.open(temp, flags, mode), "wb") as handle:
+                handle.write(change.after)
             os.chmod(temp, mode)
             os.replace(temp, change.path)
         finally:
@@ -683,6 +713,9 @@ def run_init(
         say(
             "ocms-tui init: no metric-logging site found; nothing to integrate (see ocms-tui scan)\n"
         )
+        return ExitCode.PROBLEMS
+    if plan.refusal is not None:
+        say(printable(f"ocms-tui init: {plan.refusal}; nothing written") + "\n", sys.stderr)
         return ExitCode.PROBLEMS
     say(f"framework: {plan.scan.framework}\n")
     for note in plan.notes:

@@ -45,6 +45,12 @@ def project_copy(tmp_path: Path, name: str) -> Path:
     return target
 
 
+def edited_text(plan: scaffold.InitPlan, name: str) -> str:
+    """The new text of the one pending change to the file called `name`."""
+    (change,) = [change for change in plan.pending if change.path.name == name]
+    return change.after.decode()
+
+
 def snapshot(root: Path) -> dict[str, bytes]:
     return {
         path.relative_to(root).as_posix(): path.read_bytes()
@@ -116,14 +122,30 @@ def test_trainer_callbacks_are_extended_not_replaced(tmp_path: Path) -> None:
         "    c = Trainer()\n"
     )
     plan = scaffold.plan_init(tmp_path, output_dir_expr="'out'")
-    (edit,) = [change for change in plan.pending if change.path.name == "train.py"]
-    text = edit.after.decode()
+    text = edited_text(plan, "train.py")
     assert "a = Trainer(model=None, callbacks=[Early(), OcmsCallback(output_dir='out')])" in text
     assert (
         "b = Trainer(model=None, callbacks=[*(extra or []), OcmsCallback(output_dir='out')])"
         in text
     )
     assert "c = Trainer(callbacks=[OcmsCallback(output_dir='out')])" in text
+
+
+def test_a_trainer_made_out_of_sight_gets_a_hand_edit_note(tmp_path: Path) -> None:
+    (tmp_path / "model.py").write_text(
+        "import lightning as L\n"
+        "class Net(L.LightningModule):\n"
+        "    def training_step(self, batch, index):\n"
+        "        self.log('train_loss', 1.0)\n"
+    )
+    plan = scaffold.plan_init(tmp_path)
+    assert plan.scan.framework == "lightning"
+    # Only the copies (the hook and what it imports), no edit of the project's own code.
+    assert {change.path.parent.name for change in plan.pending} == {"migrate_to_cloudrobo"}
+    assert {"__init__.py", "ocms_recorder.py", "ocms_lightning.py"} <= {
+        change.path.name for change in plan.pending
+    }
+    assert plan.notes[-1].startswith("no Trainer(...) call found to edit: add callbacks=")
 
 
 def test_a_script_in_a_subdirectory_finds_the_copied_files(tmp_path: Path) -> None:
@@ -153,6 +175,53 @@ def test_a_script_in_a_subdirectory_finds_the_copied_files(tmp_path: Path) -> No
     )
     assert completed.returncode == 0, completed.stderr
     assert (tmp_path / "out" / "ocms_metrics" / "loss.csv").read_text() == "0,0.0\n1,0.5\n2,1.0\n"
+
+
+def test_line_endings_and_indentation_are_kept(tmp_path: Path) -> None:
+    source = "import wandb\r\n\r\ndef fit(step):\r\n\tif step:\r\n\t\twandb.log({'loss': 1}, step=step)\r\n"
+    (tmp_path / "train.py").write_bytes(source.encode())
+    plan = scaffold.plan_init(tmp_path)
+    text = edited_text(plan, "train.py")
+    assert text.count("\n") == text.count("\r\n")
+    assert "\t\twandb.log({'loss': 1}, step=step)\r\n\t\tocms_log(step, {'loss': 1})\r\n" in text
+
+
+def test_a_site_inside_a_one_line_statement_is_reported_not_half_edited(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(
+        "import wandb\n"
+        "def fit(step, ok):\n"
+        "    if ok: wandb.log({'loss': 1}, step=step)\n"
+        "def evaluate(step):\n"
+        "    wandb.log({'eval_loss': 1}, step=step)\n"
+    )
+    plan = scaffold.plan_init(tmp_path)
+    assert "train.py:3: not edited (add the call by hand)" in plan.notes
+    assert "    ocms_log(step, {'eval_loss': 1})\n" in edited_text(plan, "train.py")
+    (tmp_path / "train.py").write_text(
+        "import wandb\ndef fit(step, ok):\n    if ok: wandb.log({'loss': 1}, step=step)\n"
+    )
+    plan = scaffold.plan_init(tmp_path)
+    assert not [change for change in plan.pending if change.path.name == "train.py"]
+    assert any("no site is a statement" in note for note in plan.notes)
+
+
+def test_links_are_never_written_through(tmp_path: Path) -> None:
+    project = project_copy(tmp_path, "plain_loop")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (project / "migrate_to_cloudrobo").symlink_to(elsewhere)
+    refused = run_init(str(project), "--write")
+    assert refused.returncode == 1
+    assert "migrate_to_cloudrobo is a symbolic link" in refused.stderr
+    assert list(elsewhere.iterdir()) == []
+    (project / "migrate_to_cloudrobo").unlink()
+    (project / "migrate_to_cloudrobo").mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    (project / "migrate_to_cloudrobo" / ".ocms_recorder.py.ocms-init.tmp").symlink_to(victim)
+    assert run_init(str(project), "--write").returncode == 0
+    assert victim.read_text() == "keep\n"
+    assert not (project / "migrate_to_cloudrobo" / "ocms_recorder.py").is_symlink()
 
 
 def test_files_that_do_not_parse_are_never_touched(tmp_path: Path) -> None:
@@ -254,3 +323,68 @@ def test_help_and_version_do_not_load_scan_or_libcst() -> None:
         "assert not {'libcst', 'ocms_tui.scan', 'ocms_tui.scaffold'} & set(sys.modules)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60, capture_output=True)
+
+
+# What Python 3.8 lacks and compile() cannot see: str methods of 3.9.
+NEWER_THAN_3_8 = (b".removeprefix(", b".removesuffix(")
+
+
+def python_3_8() -> str | None:
+    """A working Python 3.8 interpreter (pyenv's, else on PATH), or None."""
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    found = [
+        *map(str, sorted(pyenv.glob("versions/3.8*/bin/python3.8"))),
+        shutil.which("python3.8"),
+    ]
+    check = "import sys; assert sys.version_info[:2] == (3, 8)"
+    return next(
+        (
+            path
+            for path in found
+            if path
+            and subprocess.run([path, "-c", check], capture_output=True, timeout=60).returncode == 0
+        ),
+        None,
+    )
+
+
+def test_the_copied_files_run_on_python_3_8(tmp_path: Path) -> None:
+    interpreter = python_3_8()
+    if interpreter is None:
+        pytest.skip("no Python 3.8 interpreter here")
+    for name in ("hf_trainer", "lightning_module", "mmengine_config"):
+        project = project_copy(tmp_path, name)
+        assert run_init(str(project), "--write").returncode == 0
+        copied = sorted((project / "migrate_to_cloudrobo").glob("*.py"))
+        compiled = subprocess.run(
+            [
+                interpreter,
+                "-c",
+                "import sys\nfor f in sys.argv[1:]: compile(open(f).read(), f, 'exec')",
+                *map(str, copied),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert compiled.returncode == 0, compiled.stderr
+        for path in copied:
+            assert not any(method in path.read_bytes() for method in NEWER_THAN_3_8), path
+    loop = tmp_path / "loop"
+    loop.mkdir()
+    (loop / "train.py").write_text(
+        "def fit(output_dir):\n"
+        "    for step in range(3):\n"
+        "        loss = 1.0 / (step + 1)\n"
+        "        print(f'step {step} loss={loss:.3f}')\n"
+        "if __name__ == '__main__':\n"
+        "    fit('out')\n"
+    )
+    assert run_init(str(loop), "--write", "--output-dir-expr", "output_dir").returncode == 0
+    ran = subprocess.run(
+        [interpreter, "-I", "train.py"], cwd=loop, capture_output=True, text=True, timeout=60
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert (
+        loop / "out" / "ocms_metrics" / "loss.csv"
+    ).read_text() == "0,1.0\n1,0.5\n2,0.3333333333333333\n"

@@ -100,6 +100,7 @@ def test_json_output_has_the_promised_fields() -> None:
         "kind": "print",
         "function": "train",
         "keys": ["loss"],
+        "step": "step",
     }
     assert report["plan"] == [
         {"key": "loss", "chart": "loss", "y_axis": "loss"},
@@ -198,6 +199,28 @@ def test_suggestion_keeps_every_key_within_six_charts(tmp_path: Path) -> None:
     }
 
 
+def test_with_every_default_chart_in_use_unplaceable_keys_stay_unplaced(tmp_path: Path) -> None:
+    defaults = "'loss': 1, 'learning_rate': 1, 'epoch': 1, 'timing/data': 1, 'mIoU': 1"
+    write(
+        tmp_path, "train.py", f"metrics = {{{defaults}, 'grad_norm': 1, 'reward': 1, 'kl/x': 1}}\n"
+    )
+    result = scan_project(tmp_path)
+    assert result.suggested_chart_groups is not None
+    assert len(result.suggested_chart_groups) == 6
+    assert result.suggested_plan is not None
+    unplaced = [entry.key for entry in result.suggested_plan if entry.chart is None]
+    assert unplaced == ["reward", "kl/x"]
+
+
+def test_one_chart_left_takes_every_new_family(tmp_path: Path) -> None:
+    defaults = "'loss': 1, 'learning_rate': 1, 'epoch': 1, 'timing/data': 1, 'mIoU': 1"
+    write(tmp_path, "train.py", f"metrics = {{{defaults}, 'other': 1, 'reward': 1, 'kl/x': 1}}\n")
+    groups = scan_project(tmp_path).suggested_chart_groups
+    assert groups is not None
+    assert [g.chart for g in groups][-1] == "other"
+    assert groups[-1].keys == ("other", "reward", "kl/x")
+
+
 def test_format_strings_give_keys_and_values(tmp_path: Path) -> None:
     write(
         tmp_path,
@@ -219,6 +242,25 @@ def test_format_strings_give_keys_and_values(tmp_path: Path) -> None:
     assert sites[0].values == (("loss", "loss"), ("lr", "lr"))
     assert sites[1].values == (("loss", "loss"), ("acc", "0.5"))
     assert sites[0].step == "it"
+
+
+def test_a_printed_step_is_the_step_init_records(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "loop.py",
+        "import logging\n"
+        "log = logging.getLogger()\n"
+        "def run(n, loss, state):\n"
+        "    print(f'acc={n} | Step {state.done} Loss: {loss:.3f}')\n"
+        "    log.info('iter %d/%d loss=%.3f', state.iteration, n, loss)\n"
+        "    print('loss %.2f' % loss)\n",
+    )
+    sites = scan_project(tmp_path).sites
+    assert [(s.step, s.values) for s in sites] == [
+        ("state.done", (("acc", "n"), ("loss", "loss"))),
+        ("state.iteration", (("loss", "loss"),)),
+        (None, ()),
+    ]
 
 
 # -- hostile projects -------------------------------------------------------------------
@@ -339,7 +381,44 @@ def test_an_inaccessible_project_is_a_usage_error(tmp_path: Path) -> None:
 
 def test_scan_modules_import_no_textual() -> None:
     code = (
-        "import sys, ocms_tui.scan, ocms_tui.scaffold, ocms_tui.cli; "
+        "import sys, ocms_tui.scan, ocms_tui.scan_sites, ocms_tui.scaffold, ocms_tui.cli; "
         "assert 'textual' not in sys.modules and 'rich' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_a_scan_reads_at_most_max_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for index in range(5):
+        write(tmp_path, f"m{index}.py", "print(f'loss={1}')\n")
+    monkeypatch.setattr(scan, "MAX_FILES", 3)
+    result = scan_project(tmp_path)
+    assert result.files_read == 3
+    assert result.skipped == [("m3.py", "too many files")]
+
+
+def test_wandb_runs_are_found_under_any_name(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "train.py",
+        "import wandb\n"
+        "def fit(step):\n"
+        "    run = wandb.init(project='x')\n"
+        "    run.log({'loss': 1.0}, step=step)\n"
+        "    wandb.run.log({'grad_norm': 2.0})\n"
+        "    other.log({'ignored': 3.0})\n",
+    )
+    sites = scan_project(tmp_path).sites
+    assert [(site.line, site.kind, site.keys) for site in sites] == [
+        (4, "wandb.log", ("loss",)),
+        (5, "wandb.log", ("grad_norm",)),
+    ]
+
+
+def test_the_text_lists_stay_short_and_json_keeps_everything(tmp_path: Path) -> None:
+    body = "".join(f"    wandb.log({{'k{index}_loss': 1}})\n" for index in range(30))
+    write(tmp_path, "train.py", "import wandb\ndef fit():\n" + body)
+    result = scan_project(tmp_path)
+    text = scan.format_text(result)
+    assert text.count("... and 10 more (--format json lists them all)") == 2  # sites, plan
+    assert len(text.splitlines()) < 60
+    assert len(result.as_json()["sites"]) == 30

@@ -119,3 +119,37 @@ def test_init_then_a_real_run_passes_the_check(
     run = recorded_run(project / metrics_dir)
     assert {chart: run.charts[chart].y_axis for chart in run.charts} == charts
     assert all(len(chart.rows) >= 2 for chart in run.charts.values())
+
+
+def test_an_edited_loop_records_on_rank_zero_only(tmp_path: Path) -> None:
+    project = tmp_path / "plain_loop"
+    shutil.copytree(PROJECTS / "plain_loop", project)
+    init = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ocms_tui",
+            "init",
+            str(project),
+            "--write",
+            "--output-dir-expr",
+            "output_dir",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert init.returncode == 0, init.stdout + init.stderr
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    for rank in ("1", "0"):
+        completed = subprocess.run(
+            [sys.executable, "train.py", "--output-dir", f"rank{rank}"],
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**environment, "RANK": rank},
+        )
+        assert completed.returncode == 0, completed.stderr
+    assert not (project / "rank1").exists()
+    assert (project / "rank0" / "ocms_metrics" / "loss.csv").read_text().count("\n") == 5
