@@ -53,18 +53,18 @@ class StatusBar(Static):
             self.show(self._status)
 
 
-MIN_DIRECTORY_WIDTH = 12
+MIN_DIRECTORY_WIDTH = 16
 SEPARATOR = "  │  "
 
 
 def shorten_middle(text: str, width: int) -> str:
-    """`text` in at most `width` cells, its middle replaced by '…' (a path's two ends say
-    the most)."""
+    """`text` in at most `width` cells, its middle replaced by '…': a path's end (the run)
+    says the most, its start where it lives."""
     if len(text) <= width:
         return text
     if width <= 1:
         return "…"[:width]
-    head = (width - 1) // 2
+    head = (width - 1) // 4
     return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
 
 
