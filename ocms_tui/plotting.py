@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from ocms_tui import plotext_speedups
 from ocms_tui.downsample import ema, m4
+from ocms_tui.ticks import log_ticks, nice_ticks, tick_count, tick_labels
 
 # plotext's line and braille helpers in numpy: the same characters, a third of the time.
 plotext_speedups.install()
@@ -43,6 +44,7 @@ SERIES_MARKERS = (MARKER, "•", "+", "x", "*", "o", "#", "%")
 # plotext's frame takes 2 columns; its y tick labels about 6 more. Only a first guess: the
 # real canvas width is read back after each build and remembered.
 _FRAME_AND_LABEL_GUESS = 8
+Y_CELLS_PER_TICK = 3  # a y label every third row at most: room to read the curve
 
 
 def series_color(index: int) -> RGB:
@@ -159,8 +161,9 @@ class ChartCanvas:
         if high > low:
             figure.xlim(low, high)
             ticks = nice_ticks(low, high)
-            figure.xticks(ticks, [format_tick(tick) for tick in ticks])
+            figure.xticks(ticks, tick_labels(ticks))
         self.points_drawn = 0
+        value_range = [math.inf, -math.inf]
         for line in series:
             if canvas_columns is None:
                 keep = np.isfinite(line.values) & (line.steps >= low) & (line.steps <= high)
@@ -176,28 +179,25 @@ class ChartCanvas:
             if values.size == 0:
                 continue
             self.points_drawn += int(values.size)
+            _widen(value_range, values)
             figure.plot(steps.tolist(), values.tolist(), marker=line.marker, color=line.color)
+        _set_value_ticks(figure, value_range, request)
         return str(figure.build())
 
 
-def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
-    """About `count` round values (1, 2, 2.5 or 5 times a power of ten) within [low, high]."""
-    span = high - low
-    if not span > 0:
-        return [low]
-    raw = span / max(1, count - 1)
-    magnitude = 10 ** math.floor(math.log10(raw))
-    step = next(
-        (magnitude * factor for factor in (1, 2, 2.5, 5) if magnitude * factor >= raw),
-        magnitude * 10,
-    )
-    first = math.ceil(low / step) * step
-    return [first + index * step for index in range(int((high - first) / step + 1e-9) + 1)]
+def _widen(value_range: list[float], values: np.ndarray) -> None:
+    finite = values[np.isfinite(values)]
+    if finite.size:
+        value_range[0] = min(value_range[0], float(finite.min()))
+        value_range[1] = max(value_range[1], float(finite.max()))
 
 
-def format_tick(value: float) -> str:
-    """A step as an axis label: 0, 750, 2.5k, 120k, 1.5M."""
-    for suffix, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(value) >= size:
-            return f"{value / size:.4g}{suffix}"
-    return f"{value:.4g}"
+def _set_value_ticks(figure: Any, value_range: list[float], request: PlotRequest) -> None:
+    """Round, short y labels (plotext's own are long and uneven: 0.00003000, 0.00001301)."""
+    low, high = value_range
+    if not low <= high:
+        return  # nothing drawn
+    count = tick_count(request.height, Y_CELLS_PER_TICK)
+    ticks = log_ticks(low, high, count) if request.log_y else nice_ticks(low, high, count)
+    if ticks:
+        figure.yticks(ticks, tick_labels(ticks))
