@@ -31,6 +31,8 @@ MIN_PLOT_ROWS = 10  # a plot keeps 7 rows of curve above its legend, however lon
 # Runs overlaid make long legends: a panel asks the grid for room for this many lines of it
 # and sums up the rest in its last line when the panel is smaller.
 MIN_LEGEND_LINES = 8
+# One run: a handful of series, listed whole unless the plot would drop below this.
+MIN_SINGLE_RUN_PLOT_ROWS = 5
 SMOOTHING_WEIGHTS = (0.0, 0.6, 0.9, 0.99)
 MAX_ZOOM = 12
 
@@ -159,7 +161,8 @@ class ChartPanel(Vertical, can_focus=True):
 
     def on_resize(self) -> None:
         # The legend gets what the plot's minimum leaves; the rest of it is summed up.
-        spare = self.content_size.height - MIN_PLOT_ROWS - 1
+        plot_rows = MIN_PLOT_ROWS if self.overlaid else MIN_SINGLE_RUN_PLOT_ROWS
+        spare = self.content_size.height - plot_rows - 1
         self.table.limit(max(2, spare) if spare < len(self.lines) else None)
 
     def show_new_data(self) -> None:

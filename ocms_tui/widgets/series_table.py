@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from rich.style import Style
 from rich.text import Text
+from textual.app import RenderResult
 from textual.widgets import Static
 
 from ocms_tui.model import SeriesStats
@@ -49,20 +50,21 @@ class SeriesTable(Static):
         self._last_step: int | None = None
         self._total_rows = 0
         self._shown: tuple[tuple[SeriesRow, ...], int | None, int, int, int] | None = None
+        self._text = Text()
         self.max_lines: int | None = None
         """Series lines the panel can spare (None: all); the rest are summed up in one."""
 
     def show(self, rows: Sequence[SeriesRow], last_step: int | None, total_rows: int) -> None:
         self._rows, self._last_step, self._total_rows = tuple(rows), last_step, total_rows
         self._fit_height()
-        self._render_table()
+        self.refresh()
 
     def limit(self, max_lines: int | None) -> None:
         """Show at most `max_lines` series lines (the last of them a summary of the rest)."""
         if max_lines != self.max_lines:
             self.max_lines = max_lines
             self._fit_height()
-            self._render_table()
+            self.refresh()
 
     @property
     def lines_shown(self) -> int:
@@ -82,19 +84,16 @@ class SeriesTable(Static):
         """The chart's latest step as this table last rendered it."""
         return self._shown[1] if self._shown else None
 
-    def on_resize(self) -> None:
-        self._render_table()
-
-    def _render_table(self) -> None:
+    def render(self) -> RenderResult:
+        """Laid out at paint time, for the width the table has then: laid out earlier (at
+        start-up, before the grid settled its columns) it showed cut-off names and values."""
         width = self.content_size.width
         lines = self.lines_shown
         state = (self._rows, self._last_step, self._total_rows, width, lines)
-        if state == self._shown:
-            return
-        self._shown = state
-        self.update(
-            _table(self._rows, self._last_step, self._total_rows, width, lines), layout=False
-        )
+        if state != self._shown:
+            self._shown = state
+            self._text = _table(self._rows, self._last_step, self._total_rows, width, lines)
+        return self._text
 
 
 def _table(
