@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from ocms_tui import plotext_speedups
 from ocms_tui.downsample import ema, m4
-from ocms_tui.ticks import log_ticks, nice_ticks, tick_count, tick_labels
+from ocms_tui.ticks import log_ticks, nice_ticks, spaced_ticks, tick_count, tick_labels
 
 # plotext's line and braille helpers in numpy: the same characters, a third of the time.
 plotext_speedups.install()
@@ -45,6 +45,7 @@ SERIES_MARKERS = (MARKER, "•", "+", "x", "*", "o", "#", "%")
 # real canvas width is read back after each build and remembered.
 _FRAME_AND_LABEL_GUESS = 8
 Y_CELLS_PER_TICK = 3  # a y label every third row at most: room to read the curve
+Y_AXIS_FRAME_ROWS = 3  # rows of a plot that are not canvas: frame top and bottom, x labels
 
 
 def series_color(index: int) -> RGB:
@@ -197,7 +198,9 @@ def _set_value_ticks(figure: Any, value_range: list[float], request: PlotRequest
     low, high = value_range
     if not low <= high:
         return  # nothing drawn
-    count = tick_count(request.height, Y_CELLS_PER_TICK)
+    rows = request.height - Y_AXIS_FRAME_ROWS
+    count = tick_count(rows, Y_CELLS_PER_TICK)
     ticks = log_ticks(low, high, count) if request.log_y else nice_ticks(low, high, count)
+    ticks = spaced_ticks(ticks, low, high, rows, log=request.log_y)
     if ticks:
         figure.yticks(ticks, tick_labels(ticks))

@@ -113,6 +113,28 @@ def tick_labels(ticks: list[float]) -> list[str]:
     return [tick_label(tick) for tick in ticks]
 
 
+def spaced_ticks(
+    ticks: list[float], low: float, high: float, rows: int, log: bool = False
+) -> list[float]:
+    """`ticks` thinned so that no two land on one row of an axis of `rows` rows over
+    [low, high] (1.5 rows apart: rounding each to its row cannot join them): plotext itself
+    picks one of two labels on a row, and not always the same one (its choice varies
+    between processes)."""
+    if rows < 2 or not high > low or (log and low <= 0):
+        return ticks[:1]
+
+    def position(value: float) -> float:
+        if log:
+            return (math.log10(value) - math.log10(low)) / (math.log10(high) - math.log10(low))
+        return (value - low) / (high - low)
+
+    kept: list[float] = []
+    for tick in ticks:
+        if not kept or (position(tick) - position(kept[-1])) * (rows - 1) >= 1.5:
+            kept.append(tick)
+    return kept
+
+
 def tick_count(cells: int, cells_per_tick: int) -> int:
     """How many ticks an axis of `cells` holds with room between them (2 to 6)."""
     return max(2, min(6, cells // cells_per_tick))

@@ -9,7 +9,14 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from ocms_tui.ticks import log_ticks, nice_ticks, tick_count, tick_label, tick_labels
+from ocms_tui.ticks import (
+    log_ticks,
+    nice_ticks,
+    spaced_ticks,
+    tick_count,
+    tick_label,
+    tick_labels,
+)
 
 
 def is_round(value: float) -> bool:
@@ -114,3 +121,12 @@ def test_log_ticks_lie_inside_the_range(low: float, ratio: float) -> None:
     assert all(low * (1 - 1e-9) <= tick <= high * (1 + 1e-9) for tick in ticks)
     labels = tick_labels(ticks)
     assert len(set(labels)) == len(labels)
+
+
+def test_ticks_sharing_a_row_are_thinned_the_first_kept() -> None:
+    # 0.13 .. 3.9 on 4 rows: 1, 2, 3 would share rows; plotext would pick between them.
+    assert spaced_ticks([1.0, 2.0, 3.0], 0.13, 3.9, rows=4) == [1.0, 3.0]
+    assert spaced_ticks([1.0, 2.0, 3.0], 0.13, 3.9, rows=3) == [1.0]
+    assert spaced_ticks([1.0, 2.0, 3.0], 0.13, 3.9, rows=20) == [1.0, 2.0, 3.0]
+    assert spaced_ticks([1e-5, 1e-4, 1e-3], 1e-5, 1e-3, rows=3, log=True) == [1e-5, 1e-3]
+    assert spaced_ticks([1.0, 2.0], 1.0, 1.0, rows=10) == [1.0]
