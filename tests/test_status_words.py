@@ -66,3 +66,15 @@ async def test_the_dashboard_shows_idle_and_finished_runs(tmp_path: Path) -> Non
         assert any("old ✓ finished" in line for line in lines)
         assert lines[0].lstrip().startswith("○ idle 5m  ")
         assert "stale" not in "\n".join(lines)
+
+
+def test_a_narrow_status_bar_gives_up_the_least_telling_parts_first() -> None:
+    live = Status(RunStatus.LIVE, "/tmp/ocms-demo-x1/ocms_metrics", 6, 1671, 2.0, "inotify")
+    wide = status_line(live, 200).plain
+    assert wide.endswith("last write just now  │  inotify")
+    narrow = status_line(live, 66).plain
+    assert "inotify" not in narrow and "last write" not in narrow  # live says "recent"
+    assert narrow == "● live  /tmp/ocms-demo-x1/ocms_metrics  │  6 charts · 1,671 rows"
+    tiny = status_line(live, 58).plain
+    assert tiny == "● live  /tmp/…mo-x1/ocms_metrics  │  6 charts · 1,671 rows"  # the middle goes
+    assert len(tiny) <= 58
