@@ -44,7 +44,7 @@ SERIES_MARKERS = (MARKER, "•", "+", "x", "*", "o", "#", "%")
 # plotext's frame takes 2 columns; its y tick labels about 6 more. Only a first guess: the
 # real canvas width is read back after each build and remembered.
 _FRAME_AND_LABEL_GUESS = 8
-Y_CELLS_PER_TICK = 3  # a y label every third row at most: room to read the curve
+Y_CELLS_PER_TICK = 2  # about a y label every other row (spaced_ticks keeps them apart)
 Y_AXIS_FRAME_ROWS = 3  # rows of a plot that are not canvas: frame top and bottom, x labels
 
 
