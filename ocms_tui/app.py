@@ -20,9 +20,8 @@ from rich.text import Text
 from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import BindingType
-from textual.containers import Horizontal
+from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Footer
 
 from ocms_tui.keys import Scope
 from ocms_tui.model import RunModel
@@ -45,7 +44,9 @@ from ocms_tui.widgets.chart_panel import (
     PanelView,
     SharedView,
 )
+from ocms_tui.widgets.chart_strip import ChartStrip
 from ocms_tui.widgets.help_screen import HelpScreen
+from ocms_tui.widgets.key_footer import KeyFooter
 from ocms_tui.widgets.problems_pane import ProblemsPane
 from ocms_tui.widgets.run_list import RunList, RunRow
 from ocms_tui.widgets.safe_text import safe_text
@@ -82,6 +83,9 @@ class OcmsApp(App[int]):
     }
     #body {
         height: 1fr;
+    }
+    #charts {
+        width: 1fr;
     }
     ChartGrid {
         width: 1fr;
@@ -135,9 +139,13 @@ class OcmsApp(App[int]):
             run_list = RunList()
             run_list.display = self.overlaid  # one run: no sidebar, the look it always had
             yield run_list
-            yield ChartGrid()
+            with Vertical(id="charts"):
+                strip = ChartStrip()
+                strip.display = False  # until the panels do not all fit
+                yield strip
+                yield ChartGrid()
         yield ProblemsPane()
-        yield Footer(compact=True, show_command_palette=False)
+        yield KeyFooter(lambda action: self.check_action(action, ()) is not False)
 
     @property
     def grid(self) -> ChartGrid:
@@ -236,6 +244,7 @@ class OcmsApp(App[int]):
         if previous is not None and previous.overlaid != state.overlaid:
             self.run_list.display = state.overlaid  # a second run appeared
             self.refresh_bindings()
+            self.query_one(KeyFooter).refresh_keys()
         key = (state.charts, state.overlaid)
         if key != self._shown_charts:
             self._shown_charts = key
@@ -335,6 +344,29 @@ class OcmsApp(App[int]):
         if action in ("runs", "filter_runs"):
             return self.overlaid  # one run: no run list, and the footer as it always was
         return True
+
+    def on_chart_grid_laid_out(self, event: ChartGrid.LaidOut) -> None:
+        self.query_one(ChartStrip).display = event.overflowing
+        self._show_strip()
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        self._show_strip()
+
+    def _show_strip(self) -> None:
+        panels = self.grid.panels
+        focused = self.focused
+        index = (
+            panels.index(focused) if isinstance(focused, ChartPanel) and focused in panels else None
+        )
+        self.query_one(ChartStrip).show([panel.name for panel in panels], index)
+
+    def on_chart_strip_picked(self, event: ChartStrip.Picked) -> None:
+        panels = self.grid.panels
+        if event.index < len(panels):
+            target = panels[event.index]
+            if self.grid.maximised is not None:
+                self.grid.set_maximised(target)
+            target.focus()
 
     def action_runs(self) -> None:
         run_list = self.run_list

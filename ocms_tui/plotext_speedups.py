@@ -55,9 +55,7 @@ def get_lines(x: list[Any], y: list[Any], *other: list[Any]) -> list[Any]:
     return [line_x.tolist(), line_y.tolist(), *repeated]
 
 
-def hd_group(
-    x: list[Any], y: list[Any], xf: list[int], yf: list[int]
-) -> tuple[Any, Any, Any]:
+def hd_group(x: list[Any], y: list[Any], xf: list[int], yf: list[int]) -> tuple[Any, Any, Any]:
     """plotext's `hd_group`: high-definition dots grouped into character cells, in order of
     first appearance, each with its dot pattern (rows bottom-up, flattened)."""
     xs, ys = _integers(x), _integers(y)

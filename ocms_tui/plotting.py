@@ -8,6 +8,7 @@ series would.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,9 +16,10 @@ import numpy as np
 import numpy.typing as npt
 
 from ocms_tui import plotext_speedups
-from ocms_tui.axis_range import nice_ticks, y_axis
+from ocms_tui.axis_range import y_axis
 from ocms_tui.downsample import m4
 from ocms_tui.pyramid import MinMaxPyramid
+from ocms_tui.ticks import log_ticks, nice_ticks, spaced_ticks, tick_count, tick_labels
 
 # plotext's line and braille helpers in numpy: the same characters, a third of the time.
 plotext_speedups.install()
@@ -44,6 +46,8 @@ SERIES_MARKERS = (MARKER, "•", "+", "x", "*", "o", "#", "%")
 # plotext's frame takes 2 columns; its y tick labels about 6 more. Only a first guess: the
 # real canvas width is read back after each build and remembered.
 _FRAME_AND_LABEL_GUESS = 8
+Y_CELLS_PER_TICK = 2  # about a y label every other row (spaced_ticks keeps them apart)
+Y_AXIS_FRAME_ROWS = 3  # rows of a plot that are not canvas: frame top and bottom, x labels
 
 
 def series_color(index: int) -> RGB:
@@ -149,7 +153,7 @@ class ChartCanvas:
         if high > low:
             figure.xlim(low, high)
             ticks = nice_ticks(low, high)
-            figure.xticks(ticks, [format_tick(tick) for tick in ticks])
+            figure.xticks(ticks, tick_labels(ticks))
         drawable: list[tuple[Series, np.ndarray, npt.NDArray[np.float64]]] = []
         for line in series:
             if canvas_columns is None:
@@ -182,12 +186,28 @@ class ChartCanvas:
             figure.plot(
                 steps.tolist(), axis.drawn(values).tolist(), marker=line.marker, color=line.color
             )
+        if not axis.ticks:  # a plain axis: round, short ticks instead of plotext's own
+            _set_value_ticks(figure, _finite_range([values for _, _, values in drawable]), request)
         return str(figure.build())
 
 
-def format_tick(value: float) -> str:
-    """A step as an axis label: 0, 750, 2.5k, 120k, 1.5M."""
-    for suffix, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(value) >= size:
-            return f"{value / size:.4g}{suffix}"
-    return f"{value:.4g}"
+def _finite_range(arrays: list[np.ndarray]) -> tuple[float, float]:
+    low, high = math.inf, -math.inf
+    for values in arrays:
+        finite = values[np.isfinite(values)]
+        if finite.size:
+            low, high = min(low, float(finite.min())), max(high, float(finite.max()))
+    return low, high
+
+
+def _set_value_ticks(figure: Any, value_range: tuple[float, float], request: PlotRequest) -> None:
+    """Round, short y labels (plotext's own are long and uneven: 0.00003000, 0.00001301)."""
+    low, high = value_range
+    if not low <= high:
+        return  # nothing drawn
+    rows = request.height - Y_AXIS_FRAME_ROWS
+    count = tick_count(rows, Y_CELLS_PER_TICK)
+    ticks = log_ticks(low, high, count) if request.log_y else nice_ticks(low, high, count)
+    ticks = spaced_ticks(ticks, low, high, rows, log=request.log_y)
+    if ticks:
+        figure.yticks(ticks, tick_labels(ticks))

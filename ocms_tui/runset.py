@@ -11,6 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ocms_recorder import DEFAULT_SUBDIR
+
 from ocms_tui.model import ChartData, RunModel
 from ocms_tui.problems import Problem
 from ocms_tui.runs import discover_runs, name_runs
@@ -84,12 +86,55 @@ class RunSet:
         return True
 
 
+# Separators of words inside one directory name ("-" and "." are not: 1e-4, 0.5).
+_WORD_SEPARATORS = "_ "
+MIN_SHARED_WORDS = 5  # characters: a shorter shared part ("lr_", "run_") is kept, it reads better
+SHORT_ENOUGH = 12  # names this short are left whole: `run_1` reads better than `1`
+
+
 def short_names(names: Sequence[str]) -> list[str]:
-    """Several runs all named `*/ocms_metrics`: `run_1` says as much as `run_1/ocms_metrics`."""
+    """What tells the runs apart: the path components every run shares at either end go,
+    and a trailing `ocms_metrics` (the recorder's default, which says nothing), then - for
+    long names - the words (split at `_`) every name shares at either end.
+    `sweep/lr_1e-4_seed0_bs512/ocms_metrics` and `sweep/lr_3e-4_seed0_bs512/ocms_metrics`
+    become `lr_1e-4` and `lr_3e-4`. Names that would become empty or equal stay whole."""
+    if len(names) < 2 or len(set(names)) < len(names):
+        return list(names)
     parts = [Path(name).parts for name in names]
-    if len(parts) > 1 and all(len(p) > 1 and p[-1] == parts[0][-1] for p in parts):
-        return [str(Path(*p[:-1])) for p in parts]
-    return list(names)
+    parts = [p[:-1] if len(p) > 1 and p[-1] == DEFAULT_SUBDIR else p for p in parts]
+    while all(len(p) > 1 for p in parts) and len({p[0] for p in parts}) == 1:
+        parts = [p[1:] for p in parts]
+    while all(len(p) > 1 for p in parts) and len({p[-1] for p in parts}) == 1:
+        parts = [p[:-1] for p in parts]
+    shortened = [str(Path(*p)) for p in parts]
+    if len(set(shortened)) < len(shortened):
+        return list(names)
+    return _strip_shared_words(shortened)
+
+
+def _strip_shared_words(names: list[str]) -> list[str]:
+    if max(map(len, names)) <= SHORT_ENOUGH:
+        return names
+    prefix = _common_start(names)
+    suffix = _common_start([name[::-1] for name in names])[::-1]
+    # Cut only just after (before) a separator, so no word is split.
+    head = max((i + 1 for i, c in enumerate(prefix) if c in _WORD_SEPARATORS), default=0)
+    tail = max((i + 1 for i, c in enumerate(reversed(suffix)) if c in _WORD_SEPARATORS), default=0)
+    head = head if head >= MIN_SHARED_WORDS else 0
+    tail = tail if tail >= MIN_SHARED_WORDS else 0
+    stripped = [name[head : len(name) - tail] for name in names]
+    if any(not name for name in stripped) or len(set(stripped)) < len(stripped):
+        return names
+    return stripped
+
+
+def _common_start(texts: list[str]) -> str:
+    """The characters every text starts with."""
+    first, last = min(texts), max(texts)
+    length = next(
+        (i for i, (a, b) in enumerate(zip(first, last, strict=False)) if a != b), len(first)
+    )
+    return first[:length]
 
 
 def overlay(runs: Iterable[TrackedRun]) -> tuple[OverlayChart, ...]:

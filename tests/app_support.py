@@ -25,6 +25,26 @@ def screen_text(app: App[object]) -> str:
     return svg_text(app.export_screenshot())
 
 
+_SVG_LINE_TEXT = re.compile(
+    r'<text[^>]*?x="([\d.]+)"[^>]*clip-path="url\(#terminal-(?:\d+-)?line-(\d+)\)"[^>]*>'
+    r"(.*?)</text>",
+    re.DOTALL,
+)
+_CELL_WIDTH = 12.2  # Textual's SVG export: one cell is 12.2 units wide
+
+
+def screen_lines(app: App[object]) -> list[str]:
+    """The screen's rows as plain text, as a terminal shows them (after any cropping)."""
+    width, height = app.size
+    rows = [[" "] * width for _ in range(height)]
+    for x, number, text in _SVG_LINE_TEXT.findall(app.export_screenshot()):
+        column, row = round(float(x) / _CELL_WIDTH), int(number)
+        for offset, character in enumerate(html.unescape(text).replace("\xa0", " ")):
+            if row < height and column + offset < width:
+                rows[row][column + offset] = character
+    return ["".join(row) for row in rows]
+
+
 async def wait_for(pilot: Pilot, condition: Callable[[], bool], timeout: float = 15.0) -> None:
     """Let the app run until `condition()` holds; fail with the screen if it never does."""
     deadline = time.monotonic() + timeout

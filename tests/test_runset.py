@@ -85,8 +85,24 @@ def test_problems_name_their_run_when_there_are_several(tmp_path: Path) -> None:
     assert all(problem.path.startswith("bad/") for problem in problems)
 
 
-def test_short_names_drop_only_a_suffix_every_run_shares() -> None:
+def test_short_names_keep_what_tells_the_runs_apart() -> None:
     assert short_names(["a/ocms_metrics", "b/ocms_metrics"]) == ["a", "b"]
-    assert short_names(["a/ocms_metrics", "b/metrics"]) == ["a/ocms_metrics", "b/metrics"]
+    # The recorder's default directory name says nothing, shared or not.
+    assert short_names(["a/ocms_metrics", "b/metrics"]) == ["a", "b/metrics"]
+    assert short_names(["hf/out_dict/ocms_metrics", "lightning/out/ocms_metrics"]) == [
+        "hf/out_dict",
+        "lightning/out",
+    ]
+    # Shared path components at both ends, then shared words of long names, go.
+    assert short_names(
+        ["sweep/lr_1e-4_seed0_bs512/ocms_metrics", "sweep/lr_3e-4_seed0_bs512/ocms_metrics"]
+    ) == ["lr_1e-4", "lr_3e-4"]
+    long_names = [f"exp_2026_12_04_vla_pretrain_run{i:02d}_final/ocms_metrics" for i in range(32)]
+    assert short_names(long_names) == [f"run{i:02d}" for i in range(32)]
+    # Short names stay whole; no word is cut in two; nothing becomes empty or equal.
+    assert short_names(["run_1/ocms_metrics", "run_2/ocms_metrics"]) == ["run_1", "run_2"]
+    assert short_names(["x/run_a_long_suffix", "x/run_b_long_suffix"]) == ["run_a", "run_b"]
+    assert short_names(["same_long_name_here", "same_long_name_here_2"]) == ["here", "here_2"]
+    assert short_names(["x/a_long_name", "y/a_long_name"]) == ["x", "y"]
     assert short_names(["run_1/ocms_metrics"]) == ["run_1/ocms_metrics"]
     assert short_names(["a", "a"]) == ["a", "a"]

@@ -53,6 +53,41 @@ def test_clean_run_80x24(demo_app: OcmsApp, snap_compare: Callable[..., bool]) -
     assert snap_compare(demo_app, terminal_size=(80, 24), run_before=settled)
 
 
+def test_clean_run_60x20(demo_app: OcmsApp, snap_compare: Callable[..., bool]) -> None:
+    assert snap_compare(demo_app, terminal_size=(60, 20), run_before=settled)
+
+
+def test_small_terminal_third_chart_focused_60x20(
+    demo_app: OcmsApp, snap_compare: Callable[..., bool]
+) -> None:
+    async def focus_epoch(pilot: Pilot) -> None:
+        await settled(pilot)
+        await pilot.press("right", "right")
+        await pilot.pause()
+
+    assert snap_compare(demo_app, terminal_size=(60, 20), run_before=focus_epoch)
+
+
+def test_maximised_without_problems_pane_80x24(
+    demo_app: OcmsApp, snap_compare: Callable[..., bool]
+) -> None:
+    async def maximise_and_hide_problems(pilot: Pilot) -> None:
+        await settled(pilot)
+        await pilot.press("enter", "p")
+        await pilot.pause()
+
+    assert snap_compare(demo_app, terminal_size=(80, 24), run_before=maximise_and_hide_problems)
+
+
+def test_help_screen_60x20(demo_app: OcmsApp, snap_compare: Callable[..., bool]) -> None:
+    async def open_help_and_scroll(pilot: Pilot) -> None:
+        await settled(pilot)
+        await pilot.press("question_mark", "pagedown")
+        await pilot.pause()
+
+    assert snap_compare(demo_app, terminal_size=(60, 20), run_before=open_help_and_scroll)
+
+
 def test_clean_run_160x48(demo_app: OcmsApp, snap_compare: Callable[..., bool]) -> None:
     assert snap_compare(demo_app, terminal_size=(160, 48), run_before=settled)
 

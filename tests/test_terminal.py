@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from terminal_support import Terminal, installed_command
@@ -22,5 +23,33 @@ def test_installed_dashboard_follows_a_run_and_quits(tmp_path: Path) -> None:
     terminal.wait_for("ocms-tui · keys")
     terminal.press(b"\x1b")  # escape closes the help
     terminal.pump(0.5)
+    terminal.press(b"q")
+    assert terminal.exit_code() == 0
+
+
+def test_legends_never_show_cut_off_names_or_values_at_start_up(tmp_path: Path) -> None:
+    """Every frame from the first: a legend line shows its whole name and numbers (they were
+    laid out for a narrower panel for 0.2-0.5 s, `1━ … 0.39637`)."""
+    directory = tmp_path / "ocms_metrics"
+    write_demo_run(directory, steps=1000)
+    terminal = Terminal([installed_command(), str(directory)])
+    frames: list[str] = []
+    settled_at = None
+    deadline = time.monotonic() + 30
+    while settled_at is None or time.monotonic() < settled_at + 1.0:
+        assert time.monotonic() < deadline, frames[-1] if frames else "nothing on screen"
+        terminal.pump(0.01)
+        if not frames or terminal.text() != frames[-1]:
+            frames.append(terminal.text())
+        if settled_at is None and "1━ epoch" in frames[-1]:
+            settled_at = time.monotonic()  # the third panel's legend: watch 1 s more
+    legend_frames = [frame for frame in frames if "━" in frame]
+    assert legend_frames
+    for frame in legend_frames:
+        for line in frame.splitlines():
+            for cell in line.split("│"):
+                if "━" in cell and "━ " in cell:
+                    name = cell.split("━ ", 1)[1].split()[0]
+                    assert name != "…" and not name.endswith("…"), frame
     terminal.press(b"q")
     assert terminal.exit_code() == 0

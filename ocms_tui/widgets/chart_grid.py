@@ -7,6 +7,7 @@ import math
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.events import Resize
+from textual.message import Message
 from textual.widgets import Static
 
 from ocms_tui.widgets.chart_panel import ChartPanel
@@ -55,6 +56,14 @@ def row_heights(height: int, minimums: list[int]) -> list[int]:
 
 
 class ChartGrid(VerticalScroll, can_focus=False):
+    class LaidOut(Message):
+        """The panels were laid out; `overflowing`: some are off screen (scrolled away or
+        hidden behind a maximised one)."""
+
+        def __init__(self, overflowing: bool) -> None:
+            super().__init__()
+            self.overflowing = overflowing
+
     DEFAULT_CSS = """
     ChartGrid {
         layout: grid;
@@ -127,8 +136,17 @@ class ChartGrid(VerticalScroll, can_focus=False):
             for row in range(rows)
         ]
         if self.maximised:
-            self.styles.grid_rows = str(height)
+            # A fraction, not a height: the panel follows the grid when the problems pane
+            # or the chart strip come and go, leaving no blank rows.
+            self.styles.grid_rows = "1fr"
+            overflowing = len(self.panels) > 1
         elif max(minimums) <= MIN_PANEL_HEIGHT:
-            self.styles.grid_rows = str(row_height(height, rows))
+            each = row_height(height, rows)
+            overflowing = each * rows > height
+            # Rows that fit share the height exactly (no blank row left by the division).
+            self.styles.grid_rows = str(each) if overflowing else "1fr"
         else:
-            self.styles.grid_rows = " ".join(map(str, row_heights(height, minimums)))
+            heights = row_heights(height, minimums)
+            self.styles.grid_rows = " ".join(map(str, heights))
+            overflowing = sum(heights) > height
+        self.post_message(self.LaidOut(overflowing))

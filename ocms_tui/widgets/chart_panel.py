@@ -26,7 +26,12 @@ from ocms_tui.widgets.chart_plot import ChartPlot
 from ocms_tui.widgets.safe_text import safe_text
 from ocms_tui.widgets.series_table import SeriesRow, SeriesTable
 
-MIN_PLOT_ROWS = 10  # runs overlaid: a plot keeps 7 rows of curve above its long legend
+MIN_PLOT_ROWS = 10  # a plot keeps 7 rows of curve above its legend, however long
+# Runs overlaid make long legends: a panel asks the grid for room for this many lines of it
+# and sums up the rest in its last line when the panel is smaller.
+MIN_LEGEND_LINES = 8
+# One run: a handful of series, listed whole unless the plot would drop below this.
+MIN_SINGLE_RUN_PLOT_ROWS = 5
 SMOOTHING_WEIGHTS = (0.0, 0.6, 0.9, 0.99)
 MAX_ZOOM = 12
 
@@ -45,9 +50,10 @@ class Line:
 
     source: RunChart
     index: int  # the series' position in the chart's y axis
-    label: str  # untrusted text (from files): rendered plain
+    label: str  # the series' name; untrusted text (from files): rendered plain
     color: RGB
     marker: str
+    run: str = ""  # runs overlaid: the run's name (untrusted)
 
 
 # A panel draws and lists at most this many lines: a chart may declare up to 1,000 series,
@@ -68,10 +74,8 @@ def panel_lines(overlay: OverlayChart, overlaid: bool) -> tuple[Line, ...]:
             if len(lines) == MAX_PANEL_LINES:
                 break
             if overlaid:
-                label = f"{source.run.name} · {name}"
-                lines.append(
-                    Line(source, index, label, series_color(source.run.color), series_marker(index))
-                )
+                color, marker = series_color(source.run.color), series_marker(index)
+                lines.append(Line(source, index, name, color, marker, source.run.name))
             else:
                 lines.append(Line(source, index, name, series_color(index), MARKER))
     return tuple(lines)
@@ -131,9 +135,11 @@ class ChartPanel(Vertical, can_focus=True):
 
     @property
     def min_height(self) -> int:
-        """Rows this panel needs: border, plot, the legend's header and a line per series
-        (0 for one run: the grid's own minimum fits its legends)."""
-        return 2 + MIN_PLOT_ROWS + 1 + len(self.lines) if self.overlaid else 0
+        """Rows this panel needs: border, plot, the legend's header and its lines, up to
+        MIN_LEGEND_LINES (0 for one run: the grid's own minimum fits its legends)."""
+        if not self.overlaid:
+            return 0
+        return 2 + MIN_PLOT_ROWS + 1 + min(len(self.lines), MIN_LEGEND_LINES)
 
     @property
     def chart(self) -> ChartData:
@@ -151,6 +157,12 @@ class ChartPanel(Vertical, can_focus=True):
     def on_mount(self) -> None:
         self.border_subtitle = self._subtitle()
         self.show_new_data()
+
+    def on_resize(self) -> None:
+        # The legend gets what the plot's minimum leaves; the rest of it is summed up.
+        plot_rows = MIN_PLOT_ROWS if self.overlaid else MIN_SINGLE_RUN_PLOT_ROWS
+        spare = self.content_size.height - plot_rows - 1
+        self.table.limit(max(2, spare) if spare < len(self.lines) else None)
 
     def show_new_data(self) -> None:
         """The charts have new rows (or were reset): new numbers now, a new plot at the
@@ -199,6 +211,7 @@ class ChartPanel(Vertical, can_focus=True):
                 line.source.chart.stats(line.index),
                 number in self.view.hidden,
                 line.marker,
+                line.run,
             )
             for number, line in enumerate(self.lines)
         ]

@@ -54,7 +54,9 @@ class ProblemsPane(VerticalScroll, can_focus=False):
         text-overflow: ellipsis;
     }
     ProblemsPane.-clean {
-        border: round $success 50%;
+        /* Nothing to list: one line, not three (80x24 needs its rows for the charts). */
+        border: none;
+        padding: 0 2;
     }
     """
 
@@ -74,7 +76,7 @@ class ProblemsPane(VerticalScroll, can_focus=False):
         self.border_title = problems_title(problems)
         self.set_class(not problems, "-clean")
         if not problems:
-            self.body.update(Text("✓ no problems", style="green"))
+            self.body.update(Text("✓ no problems (p hides this line)", style="green"))
             return
         lines = Text("\n").join(problem_line(problem) for problem in problems[:MAX_SHOWN])
         if len(problems) > MAX_SHOWN:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from rich.style import Style
 from rich.text import Text
+from textual.app import RenderResult
 from textual.widgets import Static
 
 from ocms_tui.model import SeriesStats
@@ -32,6 +33,7 @@ class SeriesRow:
     stats: SeriesStats
     hidden: bool
     marker: str = MARKER  # how the plot draws it: a line of braille dots, or of this character
+    run: str = ""  # runs overlaid: the run's short name (untrusted), shortened before `name`
 
 
 class SeriesTable(Static):
@@ -47,41 +49,72 @@ class SeriesTable(Static):
         self._rows: tuple[SeriesRow, ...] = ()
         self._last_step: int | None = None
         self._total_rows = 0
-        self._shown: tuple[tuple[SeriesRow, ...], int | None, int, int] | None = None
+        self._shown: tuple[tuple[SeriesRow, ...], int | None, int, int, int] | None = None
+        self._text = Text()
+        self.max_lines: int | None = None
+        """Series lines the panel can spare (None: all); the rest are summed up in one."""
 
     def show(self, rows: Sequence[SeriesRow], last_step: int | None, total_rows: int) -> None:
-        if len(rows) != len(self._rows) or self.styles.height is None:
-            # One line per series plus the header: fixed, so that new numbers repaint this
-            # table only instead of laying the whole screen out again.
-            self.styles.height = len(rows) + 1
         self._rows, self._last_step, self._total_rows = tuple(rows), last_step, total_rows
-        self._render_table()
+        self._fit_height()
+        self.refresh()
+
+    def limit(self, max_lines: int | None) -> None:
+        """Show at most `max_lines` series lines (the last of them a summary of the rest)."""
+        if max_lines != self.max_lines:
+            self.max_lines = max_lines
+            self._fit_height()
+            self.refresh()
+
+    @property
+    def lines_shown(self) -> int:
+        if self.max_lines is None:
+            return len(self._rows)
+        return min(len(self._rows), max(1, self.max_lines))
+
+    def _fit_height(self) -> None:
+        # One line per series shown plus the header: fixed, so that new numbers repaint this
+        # table only instead of laying the whole screen out again.
+        height = self.lines_shown + 1
+        if self.styles.height is None or self.styles.height.value != height:
+            self.styles.height = height
 
     @property
     def shown_last_step(self) -> int | None:
         """The chart's latest step as this table last rendered it."""
         return self._shown[1] if self._shown else None
 
-    def on_resize(self) -> None:
-        self._render_table()
-
-    def _render_table(self) -> None:
+    def render(self) -> RenderResult:
+        """Laid out at paint time, for the width the table has then: laid out earlier (at
+        start-up, before the grid settled its columns) it showed cut-off names and values."""
         width = self.content_size.width
-        state = (self._rows, self._last_step, self._total_rows, width)
-        if state == self._shown:
-            return
-        self._shown = state
-        self.update(_table(self._rows, self._last_step, self._total_rows, width), layout=False)
+        lines = self.lines_shown
+        state = (self._rows, self._last_step, self._total_rows, width, lines)
+        if state != self._shown:
+            self._shown = state
+            self._text = _table(self._rows, self._last_step, self._total_rows, width, lines)
+        return self._text
 
 
-def _table(rows: Sequence[SeriesRow], last_step: int | None, total_rows: int, width: int) -> Text:
+def _table(
+    rows: Sequence[SeriesRow],
+    last_step: int | None,
+    total_rows: int,
+    width: int,
+    lines_shown: int | None = None,
+) -> Text:
     """Legend plus numbers under a header with the chart's latest step and row count, laid
     out here rather than by rich's Table: this repaints every few seconds while a run is
     followed, and plain lines cost a fraction of a table.
 
     A sparse series (eval every N steps) says which step its latest value is from, when the
-    panel is wide enough; names give way (with an ellipsis) before numbers do.
+    panel is wide enough; names give way (with an ellipsis) before numbers do, and a run's
+    name before its series' name. With `lines_shown` below the row count, the last line
+    says how many series are not listed, and their range of values.
     """
+    shown = len(rows) if lines_shown is None or lines_shown >= len(rows) else lines_shown - 1
+    left_out = rows[shown:]
+    rows = rows[:shown]
     latest = [format_number(row.stats.latest) for row in rows]
     steps = [
         f" @{format_step(row.stats.latest_step)}"
@@ -97,7 +130,7 @@ def _table(rows: Sequence[SeriesRow], last_step: int | None, total_rows: int, wi
 
     min_width, max_width = widest(minima, "min"), widest(maxima, "max")
     heading = f"step {format_step(last_step)} · {total_rows:,} rows"
-    names = widest([row.name for row in rows], "series") + 3
+    names = widest([_full_label(row) for row in rows], "series") + 3
     if (
         names
         + 3
@@ -130,7 +163,7 @@ def _table(rows: Sequence[SeriesRow], last_step: int | None, total_rows: int, wi
         color = Style(color=f"rgb({row.color[0]},{row.color[1]},{row.color[2]})")
         label = Text(str(index + 1) if index < 9 else " ", style=color + Style(bold=True))
         label.append("━ " if row.marker == MARKER else f"{row.marker} ", style=color)
-        label.append_text(safe_text(row.name))
+        label.append_text(_label(row, name_width - label.cell_len))
         label.truncate(name_width, overflow="ellipsis", pad=True)
         value = Text(" " * (latest_width - len(latest[index]) - len(steps[index])))
         value.append(latest[index])
@@ -143,6 +176,40 @@ def _table(rows: Sequence[SeriesRow], last_step: int | None, total_rows: int, wi
         line.append(" ")
         line.append(maxima[index].rjust(max_width), style="dim")
         lines.append(line)
+    if left_out:
+        lines.append(_summary(left_out, width))
     text = Text("\n").join(lines)
     text.no_wrap = True
+    return text
+
+
+RUN_SEPARATOR = " · "
+
+
+def _full_label(row: SeriesRow) -> str:
+    return f"{row.run}{RUN_SEPARATOR}{row.name}" if row.run else row.name
+
+
+def _label(row: SeriesRow, width: int) -> Text:
+    """`run · series` in `width` cells: the run's name is shortened (with an ellipsis) so
+    that the series' name stays whole while it fits at all."""
+    if not row.run:
+        return safe_text(row.name)
+    series = safe_text(row.name)
+    room = width - series.cell_len - len(RUN_SEPARATOR)
+    run = safe_text(row.run)
+    if run.cell_len > room:
+        run.truncate(max(1, room), overflow="ellipsis")
+    return Text.assemble(run, RUN_SEPARATOR, series)
+
+
+def _summary(left_out: Sequence[SeriesRow], width: int) -> Text:
+    """One line for the series the legend has no room for: how many, and their range."""
+    lows = [row.stats.minimum for row in left_out if row.stats.minimum is not None]
+    highs = [row.stats.maximum for row in left_out if row.stats.maximum is not None]
+    text = Text(f"   +{len(left_out)} more series", style="dim")
+    if lows and highs:
+        text.append(f" ({format_number(min(lows))} … {format_number(max(highs))})", style="dim")
+    text.append(" — maximise (enter) to list them", style="dim")
+    text.truncate(max(1, width), overflow="ellipsis")
     return text

@@ -53,41 +53,48 @@ class StatusBar(Static):
             self.show(self._status)
 
 
-MIN_DIRECTORY_WIDTH = 12
+MIN_DIRECTORY_WIDTH = 16
 SEPARATOR = "  │  "
 
 
 def shorten_middle(text: str, width: int) -> str:
-    """`text` in at most `width` cells, its middle replaced by '…' (a path's two ends say
-    the most)."""
+    """`text` in at most `width` cells, its middle replaced by '…': a path's end (the run)
+    says the most, its start where it lives."""
     if len(text) <= width:
         return text
     if width <= 1:
         return "…"[:width]
-    head = (width - 1) // 2
+    head = (width - 1) // 4
     return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
 
 
 def status_line(status: Status, width: int | None = None) -> Content:
-    """One line of at most `width` cells: the badge, the counts and the last write come
-    first; the watcher's description goes, then the directory shrinks (its middle elided),
-    then the end is cut with an ellipsis (by the widget's CSS). Parts from files or paths
-    are plain text (Content never parses them)."""
+    """One line of at most `width` cells: the badge and the counts come first; when they do
+    not fit, the watcher's description goes, then a live run's last write (live says it is
+    recent), then the directory shrinks (its middle elided), then the end is cut with an
+    ellipsis (by the widget's CSS). Parts from files or paths are plain text (Content never
+    parses them)."""
     label, style = badge(status.state, status.last_write_age)
     facts: list[str] = []
+    last_write = ""
     if status.state is not RunStatus.WAITING:
         plural = "s" if status.charts != 1 else ""
         facts.append(f"{status.charts} chart{plural} · {status.rows:,} rows")
         if status.state is not RunStatus.IDLE:  # an idle badge already says how long
-            facts.append(f"last write {format_age(status.last_write_age)}")
+            last_write = f"last write {format_age(status.last_write_age)}"
+            facts.append(last_write)
     watching = visible(status.watching)
     directory = visible(status.directory)
+
+    def fixed() -> int:
+        return len(label) + 2 + sum(len(SEPARATOR) + len(fact) for fact in facts)
+
+    if width is not None and fixed() + len(directory) + len(SEPARATOR) + len(watching) > width:
+        watching = ""  # how the run is watched matters least
+        if status.state is RunStatus.LIVE and fixed() + len(directory) > width:
+            facts.remove(last_write)  # "live" says it was written in the last 30 s
+        directory = shorten_middle(directory, max(MIN_DIRECTORY_WIDTH, width - fixed()))
     tail = "".join(SEPARATOR + fact for fact in facts)
-    if width is not None:
-        fixed = len(label) + 2 + len(tail)
-        if fixed + len(directory) + len(SEPARATOR) + len(watching) > width:
-            watching = ""
-            directory = shorten_middle(directory, max(MIN_DIRECTORY_WIDTH, width - fixed))
     parts: list[str | tuple[str, str]] = [(label, f"bold {style}"), "  ", (directory, "bold")]
     parts.append(tail)
     if watching:
