@@ -48,6 +48,10 @@ GROUPS: dict[str, tuple[str, Callable[[Sizes, Workspace], list[Row]]]] = {
     "follow": ("6-7: incremental refresh and latency", _module("bench_follow")),
     "dashboard": ("8, 9, 11: chart build, first paint, idle CPU", _module("bench_dashboard")),
     "memory": ("10: memory per value", _module("bench_memory")),
+    "screen": (
+        "issue 19: freshness, CPU, keys and start on screen (tmux)",
+        _module("bench_screen"),
+    ),
 }
 
 
