@@ -52,6 +52,7 @@ def m4(
     *,
     x_sorted: bool = False,
     pyramid: MinMaxPyramid | None = None,
+    rows: tuple[int, int] | None = None,
 ) -> tuple[np.ndarray, FloatArray]:
     """Reduce (x, y) to at most four points per pixel column, keeping the drawn picture.
 
@@ -63,20 +64,24 @@ def m4(
     `x_sorted=True` promises non-decreasing x and saves a pass over the data. A `pyramid`
     kept for `y` (extended here) answers each column's four points from block summaries
     instead of a pass over the points in view: the same points in O(width x log n); it is
-    used for sorted x within an `x_range`.
+    used for sorted x within an `x_range`. `rows` reduces only those rows [start, stop) of
+    x and y (one pass of a restarted run) without losing the pyramid's indexing.
     Returns new arrays (or the inputs, when there is nothing to drop); `x` keeps its dtype.
     """
     xs = np.asarray(x)
     ys = np.asarray(y, dtype=np.float64)
     if xs.shape != ys.shape or xs.ndim != 1:
         raise ValueError(f"x and y must be 1-d arrays of one length, got {xs.shape}, {ys.shape}")
+    first, last = rows if rows is not None else (0, xs.size)
     if x_range is not None and x_sorted:
         # Sorted steps: the range is a slice, found by binary search instead of a mask.
-        start = int(_search(xs, x_range[0], side="left"))
-        stop = int(_search(xs, x_range[1], side="right"))
+        start = first + int(_search(xs[first:last], x_range[0], side="left"))
+        stop = first + int(_search(xs[first:last], x_range[1], side="right"))
         if pyramid is not None and stop - start > 4 * width and width >= 1:
             return _m4_pyramid(xs, ys, start, stop, x_range, width, pyramid)
         xs, ys = xs[start:stop], ys[start:stop]
+    elif rows is not None:
+        xs, ys = xs[first:last], ys[first:last]
     keep = np.isfinite(ys)
     if x_range is not None and not x_sorted:
         keep &= (xs >= x_range[0]) & (xs <= x_range[1])

@@ -78,6 +78,15 @@ class ChartData:
     def stats(self, series: int) -> SeriesStats:
         return self._store.stats(series)
 
+    @property
+    def restarts(self) -> tuple[int, ...]:
+        """Rows where the steps went back: the run started again (see `pass_bounds`)."""
+        return self._store.restarts
+
+    @property
+    def passes(self) -> int:
+        return self._store.passes
+
     def shown(self, series: int, smoothing: float, log_y: bool) -> ShownSeries:
         return self._store.shown(series, smoothing, log_y)
 

@@ -16,6 +16,26 @@ _GROWTH = 1.5
 _FEW_VALUES = 16
 
 
+def step_regressions(steps: np.ndarray, previous_step: int | None) -> np.ndarray:
+    """Positions in `steps` where a step is below the one before it (`previous_step` comes
+    before the first): a run that started again (a re-run into the same directory, a resume
+    that logs steps again). Equal steps are not a restart."""
+    if not len(steps):
+        return np.zeros(0, dtype=np.int64)
+    back = np.flatnonzero(steps[1:] < steps[:-1]) + 1
+    if previous_step is not None and int(steps[0]) < previous_step:
+        back = np.concatenate(([0], back))
+    return back.astype(np.int64)
+
+
+def pass_bounds(rows: int, restarts: tuple[int, ...]) -> list[tuple[int, int]]:
+    """The rows [start, stop) of each pass over the steps: split at every restart (row
+    positions from `step_regressions`, those at or past `rows` ignored). Within a pass the
+    steps never go down, so a pass draws as a line that never goes backwards."""
+    starts = [0, *(restart for restart in restarts if 0 < restart < rows)]
+    return [(start, stop) for start, stop in zip(starts, [*starts[1:], rows], strict=True)]
+
+
 class GrowableArray:
     """A numpy buffer that grows geometrically. Views handed out stay valid forever:
     growing copies into a new array and never writes into an old one's visible part."""
@@ -163,6 +183,12 @@ class SeriesStore:
         self.rows = 0
         self.last_step: int | None = None
         self._shown: dict[tuple[int, float, bool], ShownSeries] = {}
+        self.restarts: tuple[int, ...] = ()
+        """Rows where the steps went back (a pass over the steps began again)."""
+
+    @property
+    def passes(self) -> int:
+        return len(self.restarts) + 1
 
     def reserve(self, rows: int) -> None:
         if not self.keep_values:
@@ -178,10 +204,20 @@ class SeriesStore:
             self._steps.extend(parsed.steps)
             for column, values in zip(self._columns, parsed.columns, strict=True):
                 column.extend(values)
-        self._stats = tuple(
-            stats.updated(parsed.steps, values)
-            for stats, values in zip(self._stats, parsed.columns, strict=True)
-        )
+        back = step_regressions(parsed.steps, self.last_step)
+        if back.size:
+            # The numbers describe the latest pass: they start again with it.
+            first = int(back[-1])
+            self._stats = tuple(
+                SeriesStats().updated(parsed.steps[first:], values[first:])
+                for values in parsed.columns
+            )
+            self.restarts += tuple((back + self.rows).tolist())
+        else:
+            self._stats = tuple(
+                stats.updated(parsed.steps, values)
+                for stats, values in zip(self._stats, parsed.columns, strict=True)
+            )
         self.last_step = int(parsed.steps[-1])
         self.rows += parsed.rows
 

@@ -47,14 +47,24 @@ class SeriesTable(Static):
         self._rows: tuple[SeriesRow, ...] = ()
         self._last_step: int | None = None
         self._total_rows = 0
-        self._shown: tuple[tuple[SeriesRow, ...], int | None, int, int] | None = None
+        self._passes = 1
+        self._shown: tuple[tuple[SeriesRow, ...], int | None, int, int, int] | None = None
 
-    def show(self, rows: Sequence[SeriesRow], last_step: int | None, total_rows: int) -> None:
+    def show(
+        self,
+        rows: Sequence[SeriesRow],
+        last_step: int | None,
+        total_rows: int,
+        passes: int = 1,
+    ) -> None:
+        """`passes` > 1: the run started again that many times over; the numbers are those
+        of the latest pass, and the header says so."""
         if len(rows) != len(self._rows) or self.styles.height is None:
             # One line per series plus the header: fixed, so that new numbers repaint this
             # table only instead of laying the whole screen out again.
             self.styles.height = len(rows) + 1
         self._rows, self._last_step, self._total_rows = tuple(rows), last_step, total_rows
+        self._passes = passes
         self._render_table()
 
     @property
@@ -67,14 +77,17 @@ class SeriesTable(Static):
 
     def _render_table(self) -> None:
         width = self.content_size.width
-        state = (self._rows, self._last_step, self._total_rows, width)
+        state = (self._rows, self._last_step, self._total_rows, width, self._passes)
         if state == self._shown:
             return
         self._shown = state
-        self.update(_table(self._rows, self._last_step, self._total_rows, width), layout=False)
+        table = _table(self._rows, self._last_step, self._total_rows, width, self._passes)
+        self.update(table, layout=False)
 
 
-def _table(rows: Sequence[SeriesRow], last_step: int | None, total_rows: int, width: int) -> Text:
+def _table(
+    rows: Sequence[SeriesRow], last_step: int | None, total_rows: int, width: int, passes: int = 1
+) -> Text:
     """Legend plus numbers under a header with the chart's latest step and row count, laid
     out here rather than by rich's Table: this repaints every few seconds while a run is
     followed, and plain lines cost a fraction of a table.
@@ -96,7 +109,9 @@ def _table(rows: Sequence[SeriesRow], last_step: int | None, total_rows: int, wi
         return max([len(header), *map(len, cells)])
 
     min_width, max_width = widest(minima, "min"), widest(maxima, "max")
-    heading = f"step {format_step(last_step)} · {total_rows:,} rows"
+    # After a restart the numbers are the latest pass's: the header names it first.
+    pass_label = f"pass {passes} · " if passes > 1 else ""
+    heading = f"{pass_label}step {format_step(last_step)} · {total_rows:,} rows"
     names = widest([row.name for row in rows], "series") + 3
     if (
         names
@@ -111,7 +126,7 @@ def _table(rows: Sequence[SeriesRow], last_step: int | None, total_rows: int, wi
     name_width = max(4, width - latest_width - min_width - max_width - 3)
 
     if len(heading) > name_width:
-        heading = f"step {format_step(last_step)}"
+        heading = f"{pass_label}step {format_step(last_step)}"
     head = Text(heading)
     head.truncate(name_width, overflow="ellipsis", pad=True)
     lines = [
