@@ -232,11 +232,19 @@ class SeriesStore:
         return self._stats[series]
 
     def shown(self, series: int, smoothing: float, log_y: bool) -> ShownSeries:
-        """The drawing state of a series at a view setting, made at its first use."""
+        """The drawing state of a series at a view setting, made at its first use. Only
+        one setting with values of its own is kept per series: each is a copy of the series
+        (8 bytes a value), and the view changes far less often than rows arrive."""
         key = (series, smoothing, log_y)
         found = self._shown.get(key)
         if found is None:
-            found = self._shown[key] = ShownSeries(smoothing, log_y)
+            found = ShownSeries(smoothing, log_y)
+            if found.derived:
+                for other in [
+                    k for k, kept in self._shown.items() if k[0] == series and kept.derived
+                ]:
+                    del self._shown[other]
+            self._shown[key] = found
         return found
 
     @property
