@@ -213,16 +213,30 @@ def ema_extend(y: npt.ArrayLike, weight: float, state: EmaState) -> tuple[FloatA
     if not 0.0 <= weight < 1.0:
         raise ValueError(f"smoothing weight must be in [0, 1), got {weight}")
     finite = np.isfinite(ys)
-    values = ys[finite]
+    gapless = bool(finite.all())
+    values = ys if gapless else ys[finite]  # no gather and scatter in the common case
     if weight == 0.0 or values.size == 0:
         return ys, state
     zero_started = _decaying_cumsum((1.0 - weight) * values, weight)
-    steps = np.arange(1, values.size + 1, dtype=np.float64)
+    log_weight = math.log(weight)
+    # weight**k falls below 2**-70 after `fading` values: from there on it can change no
+    # double (the carried-in average is no longer felt, the debiasing divisor is 1.0), so
+    # the powers are computed for the first values only.
+    fading = int(-70 * math.log(2) / log_weight) + 1
     if state.average:
-        zero_started += state.average * np.exp(steps * math.log(weight))
-    counts = steps + state.count
-    ys[finite] = zero_started / -np.expm1(counts * math.log(weight))
-    return ys, EmaState(float(zero_started[-1]), state.count + int(values.size))
+        head = min(values.size, fading)
+        zero_started[:head] += state.average * np.exp(np.arange(1, head + 1) * log_weight)
+    debiased = max(0, min(values.size, fading - state.count))
+    if debiased:
+        counts = np.arange(state.count + 1, state.count + debiased + 1, dtype=np.float64)
+        zero_started[:debiased] /= -np.expm1(counts * log_weight)
+    last_average = float(zero_started[-1])
+    if debiased == values.size:  # the last value was divided: undo it for the state
+        last_average *= -math.expm1((state.count + values.size) * log_weight)
+    if gapless:
+        return zero_started, EmaState(last_average, state.count + int(values.size))
+    ys[finite] = zero_started
+    return ys, EmaState(last_average, state.count + int(values.size))
 
 
 def _decaying_cumsum(terms: FloatArray, decay: float) -> FloatArray:
