@@ -87,6 +87,11 @@ class ChartData:
     def passes(self) -> int:
         return self._store.passes
 
+    @property
+    def earlier_passes_dropped(self) -> bool:
+        """More restarts than MAX_KEPT_PASSES: only the latest passes are drawn."""
+        return self._store.earlier_passes_dropped
+
     def shown(self, series: int, smoothing: float, log_y: bool) -> ShownSeries:
         return self._store.shown(series, smoothing, log_y)
 

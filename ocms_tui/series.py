@@ -28,11 +28,25 @@ def step_regressions(steps: np.ndarray, previous_step: int | None) -> np.ndarray
     return back.astype(np.int64)
 
 
-def pass_bounds(rows: int, restarts: tuple[int, ...]) -> list[tuple[int, int]]:
+# A file may restart its steps on every other row; only the latest passes are kept apart
+# (and drawn), so that such a file costs a few lines, not one per row.
+MAX_KEPT_PASSES = 8
+
+
+def pass_bounds(
+    rows: int, restarts: tuple[int, ...], earlier_dropped: bool = False
+) -> list[tuple[int, int]]:
     """The rows [start, stop) of each pass over the steps: split at every restart (row
     positions from `step_regressions`, those at or past `rows` ignored). Within a pass the
-    steps never go down, so a pass draws as a line that never goes backwards."""
-    starts = [0, *(restart for restart in restarts if 0 < restart < rows)]
+    steps never go down, so a pass draws as a line that never goes backwards.
+    `earlier_dropped`: `restarts` are only the latest ones; the rows before the first of
+    them belong to passes left out."""
+    kept = [restart for restart in restarts if 0 < restart < rows]
+    # With earlier passes dropped and none of the kept ones read yet, nothing is drawn
+    # rather than a line through passes that go back.
+    starts = kept if earlier_dropped else [0, *kept]
+    if not starts:
+        return []
     return [(start, stop) for start, stop in zip(starts, [*starts[1:], rows], strict=True)]
 
 
@@ -184,11 +198,17 @@ class SeriesStore:
         self.last_step: int | None = None
         self._shown: dict[tuple[int, float, bool], ShownSeries] = {}
         self.restarts: tuple[int, ...] = ()
-        """Rows where the steps went back (a pass over the steps began again)."""
+        """The latest rows where the steps went back (a pass began again), at most
+        MAX_KEPT_PASSES - 1 of them."""
+        self.restart_count = 0
 
     @property
     def passes(self) -> int:
-        return len(self.restarts) + 1
+        return self.restart_count + 1
+
+    @property
+    def earlier_passes_dropped(self) -> bool:
+        return self.restart_count > len(self.restarts)
 
     def reserve(self, rows: int) -> None:
         if not self.keep_values:
@@ -212,7 +232,9 @@ class SeriesStore:
                 SeriesStats().updated(parsed.steps[first:], values[first:])
                 for values in parsed.columns
             )
-            self.restarts += tuple((back + self.rows).tolist())
+            latest = (back[-(MAX_KEPT_PASSES - 1) :] + self.rows).tolist()
+            self.restarts = (*self.restarts, *latest)[-(MAX_KEPT_PASSES - 1) :]
+            self.restart_count += int(back.size)
         else:
             self._stats = tuple(
                 stats.updated(parsed.steps, values)

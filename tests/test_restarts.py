@@ -15,7 +15,7 @@ from ocms_tui.downsample import m4
 from ocms_tui.parse import ParsedRows
 from ocms_tui.plotting import EARLIER_PASS_MARKER, MARKER
 from ocms_tui.pyramid import MinMaxPyramid
-from ocms_tui.series import SeriesStore, pass_bounds, step_regressions
+from ocms_tui.series import MAX_KEPT_PASSES, SeriesStore, pass_bounds, step_regressions
 from ocms_tui.widgets.chart_panel import ChartPanel
 
 
@@ -33,6 +33,21 @@ def test_pass_bounds_cover_every_row_once() -> None:
     # A restart the reader has not published rows for yet is left out.
     assert pass_bounds(5, (4, 7)) == [(0, 4), (4, 5)]
     assert pass_bounds(0, ()) == [(0, 0)]
+
+
+def test_only_the_latest_passes_are_kept_apart() -> None:
+    assert pass_bounds(10, (4, 7), earlier_dropped=True) == [(4, 7), (7, 10)]
+    assert pass_bounds(3, (4, 7), earlier_dropped=True) == []  # none of them read yet
+    store = SeriesStore(1)
+    # A hostile file: the steps go back on every other row, 20,000 times.
+    steps = np.tile(np.array([1, 0], dtype=np.int64), 20_000)
+    for chunk in range(0, steps.size, 7_000):
+        part = steps[chunk : chunk + 7_000]
+        append(store, part.tolist(), [1.0] * part.size)
+    assert store.passes == 20_001 and store.earlier_passes_dropped
+    assert len(store.restarts) == MAX_KEPT_PASSES - 1
+    assert store.restarts[-1] == steps.size - 1
+    assert len(pass_bounds(store.rows, store.restarts, True)) == MAX_KEPT_PASSES - 1
 
 
 def append(store: SeriesStore, steps: list[int], values: list[float]) -> None:
@@ -93,3 +108,16 @@ async def test_a_rerun_into_the_same_directory_never_draws_a_line_backwards(
         assert all(all(b >= a for a, b in itertools.pairwise(x)) for x in lines)
         assert lines[1][0] == 0 and lines[1][-1] == 29  # the latest pass, drawn last
         assert [marker[0] for marker in monitor.marker] == [EARLIER_PASS_MARKER, MARKER]
+
+
+async def test_a_file_that_restarts_on_every_other_row_draws_a_few_lines(tmp_path: Path) -> None:
+    """Hostile: 10,000 restarts. The panel draws the latest passes only, and says so."""
+    write_layout(tmp_path, {"loss": ["loss"]})
+    append_rows(tmp_path / "loss.csv", [f"{step % 2},{step / 100}" for step in range(20_000)])
+    app = OcmsApp(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for_text(pilot, "pass 10,000", f"latest {MAX_KEPT_PASSES} of 10,000 passes")
+        panel = app.query_one(ChartPanel)
+        await wait_for(pilot, lambda: not panel.plot.is_stale)
+        assert len(panel.plot.plt.monitor.x) <= MAX_KEPT_PASSES
+        assert panel.chart.stats(0).latest == 199.99

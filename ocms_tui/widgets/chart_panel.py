@@ -21,7 +21,7 @@ from ocms_tui.plotting import (
     series_marker,
 )
 from ocms_tui.runset import OverlayChart, RunChart
-from ocms_tui.series import pass_bounds
+from ocms_tui.series import MAX_KEPT_PASSES, pass_bounds
 from ocms_tui.widgets.chart_plot import ChartPlot
 from ocms_tui.widgets.safe_text import safe_text
 from ocms_tui.widgets.series_table import SeriesRow, SeriesTable
@@ -203,9 +203,11 @@ class ChartPanel(Vertical, can_focus=True):
             parts.append(f"ema {self.shared.smoothing:g}")
         if self.view.log_y:
             parts.append("log")
-        restarted = max(chart.passes for chart in self.charts)
-        if restarted > 1:
+        passes = max(chart.passes for chart in self.charts)
+        if passes > 1:
             parts.append("run restarted: earlier passes dotted")
+        if any(chart.earlier_passes_dropped for chart in self.charts):
+            parts.append(f"latest {MAX_KEPT_PASSES} of {passes:,} passes drawn")
         if self.shared.zoom:
             parts.append(f"latest 1/{2**self.shared.zoom} of steps")
         return Text(" · ".join(parts)) if parts else None
@@ -225,7 +227,7 @@ class ChartPanel(Vertical, can_focus=True):
             # extended by the rows that arrived since the last draw.
             shown = chart.shown(line.index, self.shared.smoothing, self.view.log_y)
             shown_values = shown.values(values[:rows])
-            passes = pass_bounds(rows, chart.restarts)
+            passes = pass_bounds(rows, chart.restarts, chart.earlier_passes_dropped)
             # A run that started again: one line per pass (steps never go back within one),
             # the earlier passes in a lighter character.
             for start, stop in passes:

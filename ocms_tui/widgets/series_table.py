@@ -110,7 +110,7 @@ def _table(
 
     min_width, max_width = widest(minima, "min"), widest(maxima, "max")
     # After a restart the numbers are the latest pass's: the header names it first.
-    pass_label = f"pass {passes} · " if passes > 1 else ""
+    pass_label = f"pass {passes:,} · " if passes > 1 else ""
     heading = f"{pass_label}step {format_step(last_step)} · {total_rows:,} rows"
     names = widest([row.name for row in rows], "series") + 3
     if (
