@@ -1,7 +1,7 @@
 """The readers we compare against, importable and runnable as a fresh process.
 
 As a command (so that a baseline pays for its interpreter and imports exactly as
-`ocms-tui --check` does): `python bench/baselines.py polars|csv-reader SERIES FILE...`.
+`ocms-tui --check` does): `python bench/baselines.py polars|polars-plain|csv-reader SERIES FILE...`.
 """
 
 from __future__ import annotations
@@ -23,6 +23,15 @@ def polars_load(path: Path, series: int) -> list[np.ndarray]:
     return [frame.get_column(name).to_numpy() for name in frame.columns]
 
 
+def polars_plain_load(path: Path, series: int) -> list[object]:
+    """What a user would type: `polars.read_csv` with no schema and no conversion (the
+    strongest peer: no types declared, columns left in polars)."""
+    import polars as pl
+
+    frame = pl.read_csv(path, has_header=False)
+    return [frame.get_column(name) for name in frame.columns]
+
+
 def csv_reader_load(path: Path, series: int) -> list[list[float]]:
     """The obvious pure-Python reader, keeping what it parses (a bad number becomes NaN)."""
     steps: list[int] = []
@@ -39,7 +48,11 @@ def csv_reader_load(path: Path, series: int) -> list[list[float]]:
     return [steps, *columns]
 
 
-READERS = {"polars": polars_load, "csv-reader": csv_reader_load}
+READERS = {
+    "polars": polars_load,
+    "polars-plain": polars_plain_load,
+    "csv-reader": csv_reader_load,
+}
 
 
 def command(reader: str, series: int, paths: list[Path]) -> list[str]:

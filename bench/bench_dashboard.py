@@ -63,8 +63,15 @@ class _ChartBuilder:
     def build(self) -> Text:
         chart = self.chart
         steps = chart.steps()
+        # As the panel draws: each series with the M4 pyramid kept with the data.
         series = [
-            Series(steps, chart.values(index), series_color(index), steps_sorted=True)
+            Series(
+                steps,
+                chart.values(index),
+                series_color(index),
+                steps_sorted=True,
+                pyramid=chart.shown(index, 0.0, False).pyramid,
+            )
             for index in range(len(chart.y_axis))
         ]
         built = self.canvas.build(series, self.request)

@@ -52,6 +52,10 @@ GROUPS: dict[str, tuple[str, Callable[[Sizes, Workspace], list[Row]]]] = {
     "dashboard": ("8, 9, 11: chart build, first paint, idle CPU", _module("bench_dashboard")),
     "memory": ("10: memory per value", _module("bench_memory")),
     "import": ("import: TensorBoard reader vs TensorBoard's loaders", _module("bench_import")),
+    "screen": (
+        "issue 19: freshness, CPU, keys and start on screen (tmux)",
+        _module("bench_screen"),
+    ),
 }
 
 

@@ -52,6 +52,7 @@ def m4(
     *,
     x_sorted: bool = False,
     pyramid: MinMaxPyramid | None = None,
+    rows: tuple[int, int] | None = None,
 ) -> tuple[np.ndarray, FloatArray]:
     """Reduce (x, y) to at most four points per pixel column, keeping the drawn picture.
 
@@ -63,20 +64,24 @@ def m4(
     `x_sorted=True` promises non-decreasing x and saves a pass over the data. A `pyramid`
     kept for `y` (extended here) answers each column's four points from block summaries
     instead of a pass over the points in view: the same points in O(width x log n); it is
-    used for sorted x within an `x_range`.
+    used for sorted x within an `x_range`. `rows` reduces only those rows [start, stop) of
+    x and y (one pass of a restarted run) without losing the pyramid's indexing.
     Returns new arrays (or the inputs, when there is nothing to drop); `x` keeps its dtype.
     """
     xs = np.asarray(x)
     ys = np.asarray(y, dtype=np.float64)
     if xs.shape != ys.shape or xs.ndim != 1:
         raise ValueError(f"x and y must be 1-d arrays of one length, got {xs.shape}, {ys.shape}")
+    first, last = rows if rows is not None else (0, xs.size)
     if x_range is not None and x_sorted:
         # Sorted steps: the range is a slice, found by binary search instead of a mask.
-        start = int(_search(xs, x_range[0], side="left"))
-        stop = int(_search(xs, x_range[1], side="right"))
+        start = first + int(_search(xs[first:last], x_range[0], side="left"))
+        stop = first + int(_search(xs[first:last], x_range[1], side="right"))
         if pyramid is not None and stop - start > 4 * width and width >= 1:
             return _m4_pyramid(xs, ys, start, stop, x_range, width, pyramid)
         xs, ys = xs[start:stop], ys[start:stop]
+    elif rows is not None:
+        xs, ys = xs[first:last], ys[first:last]
     keep = np.isfinite(ys)
     if x_range is not None and not x_sorted:
         keep &= (xs >= x_range[0]) & (xs <= x_range[1])
@@ -208,7 +213,8 @@ def ema_extend(y: npt.ArrayLike, weight: float, state: EmaState) -> tuple[FloatA
     if not 0.0 <= weight < 1.0:
         raise ValueError(f"smoothing weight must be in [0, 1), got {weight}")
     finite = np.isfinite(ys)
-    values = ys[finite]
+    gapless = bool(finite.all())
+    values = ys if gapless else ys[finite]  # no gather and scatter in the common case
     if weight == 0.0 or values.size == 0:
         return ys, state
     # The block sums scale terms up by as much as e**_MAX_SCALE_EXPONENT: values near the
@@ -218,12 +224,29 @@ def ema_extend(y: npt.ArrayLike, weight: float, state: EmaState) -> tuple[FloatA
     largest = max(float(np.max(np.abs(values))), abs(state.average))
     scale = math.ldexp(0.5, math.frexp(largest)[1])
     zero_started = _decaying_cumsum((1.0 - weight) * (values / scale), weight)
-    steps = np.arange(1, values.size + 1, dtype=np.float64)
+    log_weight = math.log(weight)
+    # weight**k falls below 2**-70 after `fading` values: from there on it can change no
+    # double (the carried-in average is no longer felt, the debiasing divisor is 1.0), so
+    # the powers are computed for the first values only.
+    fading = int(-70 * math.log(2) / log_weight) + 1
     if state.average:
-        zero_started += (state.average / scale) * np.exp(steps * math.log(weight))
-    counts = steps + state.count
-    ys[finite] = zero_started / -np.expm1(counts * math.log(weight)) * scale
-    return ys, EmaState(float(zero_started[-1]) * scale, state.count + int(values.size))
+        head = min(values.size, fading)
+        zero_started[:head] += (state.average / scale) * np.exp(
+            np.arange(1, head + 1) * log_weight
+        )
+    debiased = max(0, min(values.size, fading - state.count))
+    if debiased:
+        counts = np.arange(state.count + 1, state.count + debiased + 1, dtype=np.float64)
+        zero_started[:debiased] /= -np.expm1(counts * log_weight)
+    last_average = float(zero_started[-1])
+    if debiased == values.size:  # the last value was divided: undo it for the state
+        last_average *= -math.expm1((state.count + values.size) * log_weight)
+    zero_started *= scale
+    after = EmaState(last_average * scale, state.count + int(values.size))
+    if gapless:
+        return zero_started, after
+    ys[finite] = zero_started
+    return ys, after
 
 
 def _decaying_cumsum(terms: FloatArray, decay: float) -> FloatArray:

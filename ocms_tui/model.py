@@ -79,6 +79,20 @@ class ChartData:
     def stats(self, series: int) -> SeriesStats:
         return self._store.stats(series)
 
+    @property
+    def restarts(self) -> tuple[int, ...]:
+        """Rows where the steps went back: the run started again (see `pass_bounds`)."""
+        return self._store.restarts
+
+    @property
+    def passes(self) -> int:
+        return self._store.passes
+
+    @property
+    def earlier_passes_dropped(self) -> bool:
+        """More restarts than MAX_KEPT_PASSES: only the latest passes are drawn."""
+        return self._store.earlier_passes_dropped
+
     def shown(self, series: int, smoothing: float, log_y: bool) -> ShownSeries:
         return self._store.shown(series, smoothing, log_y)
 

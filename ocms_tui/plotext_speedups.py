@@ -21,6 +21,10 @@ import plotext._utility as plotext_utility
 
 _ORIGINAL_GET_LINES: Callable[..., list[Any]] = plotext_utility.get_lines
 _ORIGINAL_HD_GROUP: Callable[..., tuple[Any, Any, Any]] = plotext_utility.hd_group
+_ORIGINAL_BRUSH: Callable[..., list[Any]] = plotext_utility.brush
+_ORIGINAL_GET_MATRIX_DATA: Callable[..., list[Any]] = plotext_utility.get_matrix_data
+# Below this many points numpy's per-call cost outweighs the loop it replaces.
+_FEW_POINTS = 32
 
 
 def _integers(values: Sequence[Any]) -> np.ndarray | None:
@@ -80,13 +84,57 @@ def hd_group(x: list[Any], y: list[Any], xf: list[int], yf: list[int]) -> tuple[
     )
 
 
+def get_matrix_data(data: list[Any], lim: list[Any], bins: int) -> list[Any]:
+    """plotext's `get_matrix_data`: each value's canvas pixel, by plotext's own arithmetic
+    (its half-up `round` to 8 decimals, then floor) done on whole arrays. Only for floats
+    with float limits: Python's exact integer arithmetic would round differently."""
+    if (
+        len(data) < _FEW_POINTS
+        or not all(type(value) is float for value in data)
+        or not all(type(bound) is float for bound in lim)
+    ):
+        return _ORIGINAL_GET_MATRIX_DATA(data, lim, bins)
+    values = np.fromiter(data, dtype=np.float64, count=len(data))
+    if not np.isfinite(values).all():
+        return _ORIGINAL_GET_MATRIX_DATA(data, lim, bins)
+    scaled = 0.5 + (bins - 1) * (values - lim[0]) / (lim[1] - lim[0])
+    scaled = scaled * 10**8
+    floor = np.floor(scaled)
+    rounded = np.where(scaled - floor < 0.5, floor, np.ceil(scaled)) * 10 ** (-8)
+    return np.floor(rounded).astype(np.int64).tolist()
+
+
+def brush(*lists: list[Any]) -> list[Any]:
+    """plotext's `brush`: the points without repeats. plotext keeps a set's order (which
+    varies from process to process), so any order draws the same; here a signal whose
+    markers, colours and styles are one value each is deduplicated on its integer pixels."""
+    length = min(map(len, lists))
+    if length < _FEW_POINTS or len(lists) < 2:
+        return _ORIGINAL_BRUSH(*lists)
+    xs, ys = _integers(lists[0][:length]), _integers(lists[1][:length])
+    others = [values[:length] for values in lists[2:]]
+    if xs is None or ys is None or any(values.count(values[0]) != length for values in others):
+        return _ORIGINAL_BRUSH(*lists)
+    pixels = np.unique(np.stack((xs, ys), axis=1), axis=0)
+    count = pixels.shape[0]
+    return [
+        pixels[:, 0].tolist(),
+        pixels[:, 1].tolist(),
+        *([values[0]] * count for values in others),
+    ]
+
+
 def install() -> None:
     """Make plotext use these (idempotent)."""
     plotext_utility.get_lines = get_lines
     plotext_utility.hd_group = hd_group
+    plotext_utility.brush = brush
+    plotext_utility.get_matrix_data = get_matrix_data
 
 
 def uninstall() -> None:
     """plotext's own helpers again (tests compare the two)."""
     plotext_utility.get_lines = _ORIGINAL_GET_LINES
     plotext_utility.hd_group = _ORIGINAL_HD_GROUP
+    plotext_utility.brush = _ORIGINAL_BRUSH
+    plotext_utility.get_matrix_data = _ORIGINAL_GET_MATRIX_DATA

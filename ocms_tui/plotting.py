@@ -43,6 +43,9 @@ MARKER_PIXELS_PER_COLUMN = 2  # braille: 2 dots across, 4 down (plotext's marker
 # When runs are overlaid, colour names the run and the marker the series: a run's first
 # series is a fine braille line, its others lines of coarser characters (one per column).
 SERIES_MARKERS = (MARKER, "•", "+", "x", "*", "o", "#", "%")
+# A run that started again: earlier passes over the steps are drawn in this lighter
+# character, in the series' colour, so the latest pass stands out and no line goes back.
+EARLIER_PASS_MARKER = "·"
 # plotext's frame takes 2 columns; its y tick labels about 6 more. Only a first guess: the
 # real canvas width is read back after each build and remembered.
 _FRAME_AND_LABEL_GUESS = 8
@@ -68,6 +71,15 @@ class Series:
     steps_sorted: bool = False  # a promise that steps never decrease: cheaper extents and M4
     marker: str = MARKER
     pyramid: MinMaxPyramid | None = None  # kept for `values`: M4 in O(pixels x log n)
+    rows: tuple[int, int] | None = None  # draw only these rows [start, stop): one pass
+
+    @property
+    def drawn_steps(self) -> np.ndarray:
+        return self.steps if self.rows is None else self.steps[self.rows[0] : self.rows[1]]
+
+    @property
+    def drawn_values(self) -> npt.NDArray[np.float64]:
+        return self.values if self.rows is None else self.values[self.rows[0] : self.rows[1]]
 
     @property
     def pixels_per_column(self) -> int:
@@ -90,14 +102,15 @@ def x_extent(series: list[Series]) -> tuple[float, float] | None:
     should), so sorted steps cost no pass over the data."""
     lows, highs = [], []
     for line in series:
-        if line.steps.size == 0:
+        steps = line.drawn_steps
+        if steps.size == 0:
             continue
         if line.steps_sorted:
-            lows.append(float(line.steps[0]))
-            highs.append(float(line.steps[-1]))
+            lows.append(float(steps[0]))
+            highs.append(float(steps[-1]))
         else:
-            lows.append(float(line.steps.min()))
-            highs.append(float(line.steps.max()))
+            lows.append(float(steps.min()))
+            highs.append(float(steps.max()))
     return (min(lows), max(highs)) if lows else None
 
 
@@ -157,8 +170,9 @@ class ChartCanvas:
         drawable: list[tuple[Series, np.ndarray, npt.NDArray[np.float64]]] = []
         for line in series:
             if canvas_columns is None:
-                keep = np.isfinite(line.values) & (line.steps >= low) & (line.steps <= high)
-                steps, values = line.steps[keep], line.values[keep]
+                steps, values = line.drawn_steps, line.drawn_values
+                keep = np.isfinite(values) & (steps >= low) & (steps <= high)
+                steps, values = steps[keep], values[keep]
             else:
                 steps, values = m4(
                     line.steps,
@@ -167,6 +181,7 @@ class ChartCanvas:
                     x_range=extent,
                     x_sorted=line.steps_sorted,
                     pyramid=line.pyramid if line.steps_sorted else None,
+                    rows=line.rows,
                 )
             if values.size:
                 drawable.append((line, steps, values))
@@ -183,8 +198,13 @@ class ChartCanvas:
             figure.yticks(list(axis.ticks), list(axis.labels))
         for line, steps, values in drawable:
             self.points_drawn += int(values.size)
+            # Steps as floats: plotext turns them into floats anyway, and float lists take
+            # the numpy path of plotext_speedups.get_matrix_data.
             figure.plot(
-                steps.tolist(), axis.drawn(values).tolist(), marker=line.marker, color=line.color
+                steps.astype(np.float64).tolist(),
+                axis.drawn(values).tolist(),
+                marker=line.marker,
+                color=line.color,
             )
         if not axis.ticks:  # a plain axis: round, short ticks instead of plotext's own
             _set_value_ticks(figure, _finite_range([values for _, _, values in drawable]), request)

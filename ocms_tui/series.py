@@ -16,6 +16,40 @@ _GROWTH = 1.5
 _FEW_VALUES = 16
 
 
+def step_regressions(steps: np.ndarray, previous_step: int | None) -> np.ndarray:
+    """Positions in `steps` where a step is below the one before it (`previous_step` comes
+    before the first): a run that started again (a re-run into the same directory, a resume
+    that logs steps again). Equal steps are not a restart."""
+    if not len(steps):
+        return np.zeros(0, dtype=np.int64)
+    back = np.flatnonzero(steps[1:] < steps[:-1]) + 1
+    if previous_step is not None and int(steps[0]) < previous_step:
+        back = np.concatenate(([0], back))
+    return back.astype(np.int64)
+
+
+# A file may restart its steps on every other row; only the latest passes are kept apart
+# (and drawn), so that such a file costs a few lines, not one per row.
+MAX_KEPT_PASSES = 8
+
+
+def pass_bounds(
+    rows: int, restarts: tuple[int, ...], earlier_dropped: bool = False
+) -> list[tuple[int, int]]:
+    """The rows [start, stop) of each pass over the steps: split at every restart (row
+    positions from `step_regressions`, those at or past `rows` ignored). Within a pass the
+    steps never go down, so a pass draws as a line that never goes backwards.
+    `earlier_dropped`: `restarts` are only the latest ones; the rows before the first of
+    them belong to passes left out."""
+    kept = [restart for restart in restarts if 0 < restart < rows]
+    # With earlier passes dropped and none of the kept ones read yet, nothing is drawn
+    # rather than a line through passes that go back.
+    starts = kept if earlier_dropped else [0, *kept]
+    if not starts:
+        return []
+    return [(start, stop) for start, stop in zip(starts, [*starts[1:], rows], strict=True)]
+
+
 class GrowableArray:
     """A numpy buffer that grows geometrically. Views handed out stay valid forever:
     growing copies into a new array and never writes into an old one's visible part."""
@@ -163,6 +197,18 @@ class SeriesStore:
         self.rows = 0
         self.last_step: int | None = None
         self._shown: dict[tuple[int, float, bool], ShownSeries] = {}
+        self.restarts: tuple[int, ...] = ()
+        """The latest rows where the steps went back (a pass began again), at most
+        MAX_KEPT_PASSES - 1 of them."""
+        self.restart_count = 0
+
+    @property
+    def passes(self) -> int:
+        return self.restart_count + 1
+
+    @property
+    def earlier_passes_dropped(self) -> bool:
+        return self.restart_count > len(self.restarts)
 
     def reserve(self, rows: int) -> None:
         if not self.keep_values:
@@ -178,10 +224,22 @@ class SeriesStore:
             self._steps.extend(parsed.steps)
             for column, values in zip(self._columns, parsed.columns, strict=True):
                 column.extend(values)
-        self._stats = tuple(
-            stats.updated(parsed.steps, values)
-            for stats, values in zip(self._stats, parsed.columns, strict=True)
-        )
+        back = step_regressions(parsed.steps, self.last_step)
+        if back.size:
+            # The numbers describe the latest pass: they start again with it.
+            first = int(back[-1])
+            self._stats = tuple(
+                SeriesStats().updated(parsed.steps[first:], values[first:])
+                for values in parsed.columns
+            )
+            latest = (back[-(MAX_KEPT_PASSES - 1) :] + self.rows).tolist()
+            self.restarts = (*self.restarts, *latest)[-(MAX_KEPT_PASSES - 1) :]
+            self.restart_count += int(back.size)
+        else:
+            self._stats = tuple(
+                stats.updated(parsed.steps, values)
+                for stats, values in zip(self._stats, parsed.columns, strict=True)
+            )
         self.last_step = int(parsed.steps[-1])
         self.rows += parsed.rows
 
@@ -196,11 +254,19 @@ class SeriesStore:
         return self._stats[series]
 
     def shown(self, series: int, smoothing: float, log_y: bool) -> ShownSeries:
-        """The drawing state of a series at a view setting, made at its first use."""
+        """The drawing state of a series at a view setting, made at its first use. Only
+        one setting with values of its own is kept per series: each is a copy of the series
+        (8 bytes a value), and the view changes far less often than rows arrive."""
         key = (series, smoothing, log_y)
         found = self._shown.get(key)
         if found is None:
-            found = self._shown[key] = ShownSeries(smoothing, log_y)
+            found = ShownSeries(smoothing, log_y)
+            if found.derived:
+                for other in [
+                    k for k, kept in self._shown.items() if k[0] == series and kept.derived
+                ]:
+                    del self._shown[other]
+            self._shown[key] = found
         return found
 
     @property

@@ -49,6 +49,28 @@ def test_unusual_input_goes_to_plotexts_own_code() -> None:
     assert plotext_speedups.hd_group(*floats) == plotext_speedups._ORIGINAL_HD_GROUP(*floats)
 
 
+def test_pixels_and_brushing_match_plotext() -> None:
+    rng = random.Random(3)
+    for _ in range(200):
+        bins = rng.randint(2, 400)
+        low = rng.uniform(-1e6, 1e6)
+        high = low + rng.choice((1e-3, 1.0, 7.0, 1e5))
+        count = rng.randint(1, 300)
+        data = [rng.uniform(low, high) for _ in range(count)]
+        # Values on the pixel edges, where half-up rounding decides: the hard cases.
+        data += [low + (high - low) * (k + 0.5) / (bins - 1) for k in range(bins - 1)]
+        data += [low, high]
+        expected = plotext_speedups._ORIGINAL_GET_MATRIX_DATA(data, [low, high], bins)
+        assert plotext_speedups.get_matrix_data(data, [low, high], bins) == expected
+        x, y = _random_points(rng)
+        x, y = x * 3, y * 3  # repeats
+        constant = (["braille"] * len(x), [(1, 2, 3)] * len(x), ["default"] * len(x))
+        got = plotext_speedups.brush(x, y, *constant)
+        want = plotext_speedups._ORIGINAL_BRUSH(x, y, *constant)
+        assert sorted(zip(*got, strict=True)) == sorted(zip(*want, strict=True))
+        assert len(got[0]) == len(want[0])
+
+
 @pytest.mark.parametrize("rows", [50, 20_000])
 def test_a_chart_builds_to_the_same_text_with_and_without_them(rows: int) -> None:
     rng = np.random.default_rng(rows)

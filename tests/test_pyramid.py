@@ -143,6 +143,11 @@ def test_shown_series_extends_smoothing_and_log_as_rows_arrive() -> None:
         assert np.allclose(got, expected, rtol=1e-9, equal_nan=True)
     raw = store.values(0)
     assert store.shown(0, 0.0, False).values(raw) is raw  # nothing to derive: no copy
+    # One derived copy per series at a time: another setting replaces it.
+    smoothed = store.shown(0, 0.9, True)
+    assert store.shown(0, 0.6, False) is not smoothed
+    assert store.shown(0, 0.9, True) is not smoothed  # made again, not kept
+    assert store.shown(0, 0.0, False).values(raw) is raw
 
 
 def test_pixel_columns_are_plotexts_own() -> None:

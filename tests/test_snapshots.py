@@ -126,3 +126,18 @@ def test_three_run_comparison(tmp_path: Path, snap_compare: Callable[..., bool])
     )
     app.animation_level = "none"
     assert snap_compare(app, terminal_size=(160, 48), run_before=settled)
+
+
+def test_restarted_run(tmp_path: Path, snap_compare: Callable[..., bool]) -> None:
+    """A script run twice into one directory (issue 18.4): the first pass dotted, the second
+    a braille line from step 0 again, the legend's numbers and header naming pass 2."""
+    directory = tmp_path / "ocms_metrics"
+    directory.mkdir()
+    (directory / "metrics.json").write_text(
+        '{"charts": [{"name": "loss", "file": "loss.csv", "y_axis": ["loss"]}]}',
+        encoding="utf-8",
+    )
+    first = [f"{step},{2.0 * 0.99**step:.6f}\n" for step in range(300)]
+    again = [f"{step},{1.5 * 0.995**step:.6f}\n" for step in range(180)]
+    (directory / "loss.csv").write_text("".join(first + again), encoding="utf-8")
+    assert snap_compare(make_app(directory), terminal_size=(100, 30), run_before=settled)

@@ -14,6 +14,7 @@ from textual.containers import Vertical
 from ocms_tui.keys import Scope
 from ocms_tui.model import ChartData
 from ocms_tui.plotting import (
+    EARLIER_PASS_MARKER,
     MARKER,
     RGB,
     Series,
@@ -21,6 +22,7 @@ from ocms_tui.plotting import (
     series_marker,
 )
 from ocms_tui.runset import OverlayChart, RunChart
+from ocms_tui.series import MAX_KEPT_PASSES, pass_bounds
 from ocms_tui.widgets.bindings import bindings
 from ocms_tui.widgets.chart_plot import ChartPlot
 from ocms_tui.widgets.safe_text import safe_text
@@ -155,7 +157,6 @@ class ChartPanel(Vertical, can_focus=True):
         yield self.table
 
     def on_mount(self) -> None:
-        self.border_subtitle = self._subtitle()
         self.show_new_data()
 
     def on_resize(self) -> None:
@@ -167,6 +168,7 @@ class ChartPanel(Vertical, can_focus=True):
     def show_new_data(self) -> None:
         """The charts have new rows (or were reset): new numbers now, a new plot at the
         next frame. Every time: a redraw is cheap enough not to be rationed."""
+        self.border_subtitle = self._subtitle()  # a restart may have come with the rows
         self._show_table()
         self.plot.invalidate()
 
@@ -216,7 +218,12 @@ class ChartPanel(Vertical, can_focus=True):
             for number, line in enumerate(self.lines)
         ]
         steps = [chart.last_step for chart in self.charts if chart.last_step is not None]
-        self.table.show(rows, max(steps, default=None), sum(chart.rows for chart in self.charts))
+        self.table.show(
+            rows,
+            max(steps, default=None),
+            sum(chart.rows for chart in self.charts),
+            max(chart.passes for chart in self.charts),
+        )
 
     def _subtitle(self) -> Text | None:
         """The view settings in effect (the data's step and rows head the legend)."""
@@ -224,21 +231,17 @@ class ChartPanel(Vertical, can_focus=True):
         total = series_count(self.overlay)
         if total > len(self.lines):
             parts.append(f"first {len(self.lines)} of {total:,} series")
+        passes = max(chart.passes for chart in self.charts)
+        if passes > 1:
+            parts.append("run restarted: earlier passes dotted")
+        if any(chart.earlier_passes_dropped for chart in self.charts):
+            parts.append(f"latest {MAX_KEPT_PASSES} of {passes:,} passes drawn")
         if self.shared.zoom:
             parts.append(f"latest 1/{2**self.shared.zoom} of steps")
         return Text(" · ".join(parts)) if parts else None
 
     def _series_for_plot(self) -> tuple[list[Series], bool, tuple[float, float] | None]:
         all_steps = {id(chart): chart.steps() for chart in self.charts}
-        sorted_key = tuple((chart.version, all_steps[id(chart)].size) for chart in self.charts)
-        if self._sorted_for != sorted_key:
-            # One pass per data version, saving one per series and draw.
-            self._sorted_for = sorted_key
-            self._steps_sorted = {
-                id(chart): bool(np.all(steps[1:] >= steps[:-1]))
-                for chart in self.charts
-                for steps in (all_steps[id(chart)],)
-            }
         series = []
         for number, line in enumerate(self.lines):
             if number in self.view.hidden:
@@ -251,16 +254,23 @@ class ChartPanel(Vertical, can_focus=True):
             # Smoothed and log values and the M4 pyramid are kept with the data and only
             # extended by the rows that arrived since the last draw.
             shown = chart.shown(line.index, self.view.smoothing, self.view.log_y)
-            series.append(
-                Series(
-                    steps[:rows],
-                    shown.values(values[:rows]),
-                    line.color,
-                    steps_sorted=self._steps_sorted.get(id(chart), False),
-                    marker=line.marker,
-                    pyramid=shown.pyramid,
+            shown_values = shown.values(values[:rows])
+            passes = pass_bounds(rows, chart.restarts, chart.earlier_passes_dropped)
+            # A run that started again: one line per pass (steps never go back within one),
+            # the earlier passes in a lighter character.
+            for start, stop in passes:
+                latest = stop == rows
+                series.append(
+                    Series(
+                        steps[:rows],
+                        shown_values,
+                        line.color,
+                        steps_sorted=True,
+                        marker=line.marker if latest else EARLIER_PASS_MARKER,
+                        pyramid=shown.pyramid,
+                        rows=None if len(passes) == 1 else (start, stop),
+                    )
                 )
-            )
         return series, self.view.log_y, self._x_range(list(all_steps.values()))
 
     def _x_range(self, all_steps: list[np.ndarray]) -> tuple[float, float] | None:

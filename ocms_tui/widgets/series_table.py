@@ -49,13 +49,23 @@ class SeriesTable(Static):
         self._rows: tuple[SeriesRow, ...] = ()
         self._last_step: int | None = None
         self._total_rows = 0
-        self._shown: tuple[tuple[SeriesRow, ...], int | None, int, int, int] | None = None
+        self._passes = 1
+        self._shown: tuple[tuple[SeriesRow, ...], int | None, int, int, int, int] | None = None
         self._text = Text()
         self.max_lines: int | None = None
         """Series lines the panel can spare (None: all); the rest are summed up in one."""
 
-    def show(self, rows: Sequence[SeriesRow], last_step: int | None, total_rows: int) -> None:
+    def show(
+        self,
+        rows: Sequence[SeriesRow],
+        last_step: int | None,
+        total_rows: int,
+        passes: int = 1,
+    ) -> None:
+        """`passes` > 1: the run started again that many times over; the numbers are those
+        of the latest pass, and the header says so."""
         self._rows, self._last_step, self._total_rows = tuple(rows), last_step, total_rows
+        self._passes = passes
         self._fit_height()
         self.refresh()
 
@@ -89,10 +99,12 @@ class SeriesTable(Static):
         start-up, before the grid settled its columns) it showed cut-off names and values."""
         width = self.content_size.width
         lines = self.lines_shown
-        state = (self._rows, self._last_step, self._total_rows, width, lines)
+        state = (self._rows, self._last_step, self._total_rows, width, lines, self._passes)
         if state != self._shown:
             self._shown = state
-            self._text = _table(self._rows, self._last_step, self._total_rows, width, lines)
+            self._text = _table(
+                self._rows, self._last_step, self._total_rows, width, lines, self._passes
+            )
         return self._text
 
 
@@ -102,6 +114,7 @@ def _table(
     total_rows: int,
     width: int,
     lines_shown: int | None = None,
+    passes: int = 1,
 ) -> Text:
     """Legend plus numbers under a header with the chart's latest step and row count, laid
     out here rather than by rich's Table: this repaints every few seconds while a run is
@@ -129,7 +142,9 @@ def _table(
         return max([len(header), *map(len, cells)])
 
     min_width, max_width = widest(minima, "min"), widest(maxima, "max")
-    heading = f"step {format_step(last_step)} · {total_rows:,} rows"
+    # After a restart the numbers are the latest pass's: the header names it first.
+    pass_label = f"pass {passes:,} · " if passes > 1 else ""
+    heading = f"{pass_label}step {format_step(last_step)} · {total_rows:,} rows"
     names = widest([_full_label(row) for row in rows], "series") + 3
     if (
         names
@@ -144,7 +159,7 @@ def _table(
     name_width = max(4, width - latest_width - min_width - max_width - 3)
 
     if len(heading) > name_width:
-        heading = f"step {format_step(last_step)}"
+        heading = f"{pass_label}step {format_step(last_step)}"
     head = Text(heading)
     head.truncate(name_width, overflow="ellipsis", pad=True)
     lines = [

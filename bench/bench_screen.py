@@ -1,0 +1,494 @@
+"""The dashboard as a person meets it: the real command in tmux at 160x48, read off the screen.
+
+`python -m ocms_tui DIR` runs in a tmux pane of its own server (a private socket); the
+benchmark reads the pane's text with `tmux capture-pane` and presses keys with
+`tmux send-keys`, as a person would look and type. The data is the benchmark's noisy
+training run (6 charts x 4 series, 0-30% noise and random walks), at 1,000 and 1,000,000
+rows per chart. Figures, each against its target from issue 19:
+
+- freshness: a writer appends rows to all six CSVs at 10 and 100 rows/s. In the numbers: a
+  row is shown when every panel's legend says its step (or a later one). On the plot: every
+  10th row is a spike (a new highest value of each chart's first series), which must change
+  the picture; it is shown when every legend says its step and the plot areas' braille has
+  changed since it was written (at 1M rows an ordinary row seldom moves a pixel, so it cannot
+  be seen arrive). p50 and p95 per rate and size; the note gives the longest time without a
+  new step while rows arrived.
+- CPU of the dashboard process (/proc), no screen sampling meanwhile: idle (a finished run),
+  following 10 rows/s, following 1,000 rows/s.
+- keys: from `send-keys` until the screen (the status line left out) stops changing, per key,
+  on a finished run, p50 and p95, 1M rows against 1k rows.
+- start: from the command's start to the first screen with every chart's plot and numbers
+  (first paint), and to the screen showing every row (whole run loaded).
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from common import Row, Sizes, make_row, not_measured, process_cpu_seconds, seconds
+from data import RUN_CHARTS, Workspace, chart_rows, format_rows
+from ocms_recorder import chart_file_name
+
+TERMINAL = (160, 48)
+STEP = re.compile(r"\bstep ([\d,]+)")
+ROWS = re.compile(r"([\d,]+) rows")
+ESCAPE = re.compile(r"\x1b\[[0-9;:?]*[A-Za-z]")
+UTF8 = "C.UTF-8"
+SPIKE_HEIGHT = 100.0  # far above every generated value (they stay below about 20)
+SPIKE_GROWTH = 1.05
+PLOT_SPIKE_EVERY = 10  # rows; a spike is the row whose arrival on the plot is timed
+SETTLED_AFTER = 0.6
+FIRST_CHANGE_SECONDS = 5.0  # no change for this long: the screen has settled
+SAMPLE_SECONDS = 0.01
+
+
+def _percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def _braille(lines: list[str]) -> str:
+    """The plot areas: every braille character on screen, in order."""
+    return "".join(char for line in lines for char in line if "\u2800" <= char <= "\u28ff")
+
+
+@dataclass(frozen=True)
+class Screen:
+    at: float  # time.monotonic() when captured
+    styled: tuple[str, ...]  # with colours (a focus change shows only in colour)
+
+    @property
+    def lines(self) -> tuple[str, ...]:
+        return tuple(ESCAPE.sub("", line) for line in self.styled)
+
+    @property
+    def steps(self) -> list[int]:
+        """The step each panel's legend shows."""
+        return [int(found.replace(",", "")) for line in self.lines for found in STEP.findall(line)]
+
+    @property
+    def shown_step(self) -> int | None:
+        """The step every panel shows (the least of them), None before all six show one."""
+        steps = self.steps
+        return min(steps) if len(steps) >= len(RUN_CHARTS) else None
+
+    @property
+    def plot(self) -> str:
+        return _braille(list(self.lines))
+
+    @property
+    def body(self) -> tuple[str, ...]:
+        return self.styled[1:]  # the status line ticks ("last write 3 s ago") on its own
+
+
+# The tmux server hands its environment to the pane: COLUMNS and LINES (set by pytest, for
+# one) would make Textual lay out for that size instead of the pane's.
+_TMUX_ENVIRONMENT = {
+    **{name: value for name, value in os.environ.items() if name not in ("COLUMNS", "LINES")},
+    "LANG": UTF8,
+    "LC_ALL": UTF8,
+}
+
+
+class TmuxDashboard:
+    """`python -m ocms_tui DIR` in a tmux pane of a private tmux server."""
+
+    _count = 0
+
+    def __init__(self, directory: Path) -> None:
+        TmuxDashboard._count += 1
+        self.socket = f"ocms-bench-{os.getpid()}-{TmuxDashboard._count}"
+        environment = f"PYTHONPATH={os.environ.get('PYTHONPATH', '')}"
+        shell_command = f"exec {sys.executable} -m ocms_tui {directory}"
+        self.started = time.monotonic()
+        self._tmux(
+            "new-session", "-d", "-x", str(TERMINAL[0]), "-y", str(TERMINAL[1]),
+            "-e", environment, "-e", "TERM=xterm-256color", "-e", f"LANG={UTF8}",
+            "-e", f"LC_ALL={UTF8}", "-e", f"COLUMNS={TERMINAL[0]}", "-e", f"LINES={TERMINAL[1]}",
+            shell_command,
+        )  # fmt: skip
+        self.pid = int(self._tmux("display-message", "-p", "#{pane_pid}").strip())
+
+    def _tmux(self, *arguments: str) -> str:
+        # -u and a UTF-8 locale: without them tmux shows braille as "_" to a client it
+        # believes cannot take UTF-8 (a benchmark started from cron or nohup has no LANG).
+        finished = subprocess.run(
+            ["tmux", "-u", "-L", self.socket, "-f", "/dev/null", *arguments],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+            env=_TMUX_ENVIRONMENT,
+        )
+        return finished.stdout
+
+    def capture(self) -> Screen:
+        text = self._tmux("capture-pane", "-p", "-e")
+        return Screen(time.monotonic(), tuple(text.splitlines()))
+
+    def press(self, key: str) -> float:
+        self._tmux("send-keys", key)
+        return time.monotonic()
+
+    def cpu_seconds(self) -> float:
+        return process_cpu_seconds(self.pid)
+
+    def wait_for(self, done: Callable[[Screen], bool], timeout: float) -> Screen:
+        deadline = time.monotonic() + timeout
+        screen = self.capture()
+        while time.monotonic() < deadline:
+            screen = self.capture()
+            if done(screen):
+                return screen
+            time.sleep(SAMPLE_SECONDS)
+        shown = "\n".join(screen.lines)
+        raise AssertionError(f"the dashboard did not get there in {timeout:.0f} s:\n{shown}")
+
+    def close(self) -> None:
+        try:
+            self._tmux("send-keys", "q")
+            for _ in range(100):
+                if not os.path.exists(f"/proc/{self.pid}"):
+                    break
+                time.sleep(0.05)
+        finally:
+            subprocess.run(
+                ["tmux", "-L", self.socket, "kill-server"], capture_output=True, check=False
+            )
+
+
+class LiveWriter(threading.Thread):
+    """Appends rows to all six CSVs at `rate` rows/s as the recorder does: files kept open,
+    one `os.write` per row and chart (no batching: 1,000 rows/s is 6,000 writes/s), rows
+    formatted ahead of time so the writer keeps its pace. Notes when each step was written."""
+
+    _spikes_made = 0
+
+    def __init__(
+        self,
+        directory: Path,
+        first_step: int,
+        rate: float,
+        seconds_: float,
+        spike_every: int | None = None,
+    ) -> None:
+        """`spike_every`: every that many rows, each chart's first series jumps to a new
+        highest value, a row that always changes the picture (see `spikes`)."""
+        super().__init__(name="bench-live-writer", daemon=True)
+        self.directory = directory
+        self.first_step = first_step
+        self.next_step = first_step
+        self.rate = rate
+        count = int(rate * seconds_) + 10
+        self.spikes: set[int] = set()
+        self._rows = []
+        for index in range(len(RUN_CHARTS)):
+            rows = chart_rows(index, count, seed=first_step, first_step=first_step)
+            if spike_every:
+                first = rows.columns[0]
+                positions = np.arange(spike_every // 2, count, spike_every)
+                # Each spike 5% above every value before it, earlier writers' spikes too:
+                # the y axis grows visibly each time.
+                numbers = np.arange(positions.size) + LiveWriter._spikes_made
+                first[positions] = SPIKE_HEIGHT * SPIKE_GROWTH**numbers
+                self.spikes = set((first_step + positions).tolist())
+            self._rows.append(format_rows(rows).splitlines(keepends=True))
+        LiveWriter._spikes_made += len(self.spikes)
+        self.written_at: dict[int, float] = {}
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        descriptors = [
+            os.open(self.directory / chart_file_name(name), os.O_WRONLY | os.O_APPEND)
+            for name, _ in RUN_CHARTS
+        ]
+        try:
+            started = time.monotonic()
+            written = 0
+            while not self._stop_event.is_set() and written < len(self._rows[0]):
+                due = min(len(self._rows[0]), int((time.monotonic() - started) * self.rate) + 1)
+                for row in range(written, due):
+                    now = time.monotonic()
+                    for descriptor, rows in zip(descriptors, self._rows, strict=True):
+                        os.write(descriptor, rows[row])
+                    self.written_at[self.first_step + row] = now
+                written = due
+                self.next_step = self.first_step + written
+                self._stop_event.wait(max(0.0, started + written / self.rate - time.monotonic()))
+        finally:
+            for descriptor in descriptors:
+                os.close(descriptor)
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(timeout=10)
+
+
+def _loaded(rows: int) -> Callable[[Screen], bool]:
+    return lambda screen: screen.shown_step == rows - 1 and bool(screen.plot)
+
+
+def _freshness(
+    screen: TmuxDashboard, directory: Path, first_step: int, rate: float, duration: float
+) -> tuple[list[float], list[float], float, int]:
+    """(seconds to the numbers, seconds to the plot, longest time without a new step, the
+    next step to write)."""
+    writer = LiveWriter(directory, first_step, rate, duration + 1, PLOT_SPIKE_EVERY)
+    samples: list[Screen] = []
+    writer.start()
+    end = time.monotonic() + duration
+    try:
+        while time.monotonic() < end:
+            samples.append(screen.capture())
+            time.sleep(SAMPLE_SECONDS)
+    finally:
+        writer.stop()
+    times = [sample.at for sample in samples]
+    # The least step shown from each sample on: the first sample showing a step is found by
+    # binary search instead of a scan per row.
+    shown_from = [sample.shown_step if sample.shown_step is not None else -1 for sample in samples]
+    for index in range(len(shown_from) - 2, -1, -1):
+        shown_from[index] = min(shown_from[index], shown_from[index + 1])
+    numbers: list[float] = []
+    plots: list[float] = []
+    for step, written in sorted(writer.written_at.items()):
+        first_after = bisect.bisect_left(times, written)
+        if first_after == 0 or written > end - 1.5:
+            continue  # no screen before the write, or too late to be seen in the window
+        shown = bisect.bisect_left(shown_from, step, lo=first_after)
+        if shown >= len(samples):
+            continue
+        numbers.append(times[shown] - written)
+        if step not in writer.spikes:
+            # At 1M rows a new row seldom moves a pixel: only a row that must change the
+            # picture (a new highest value) can be timed on the plot.
+            continue
+        plot_before = samples[first_after - 1].plot
+        drawn = next(
+            (
+                index
+                for index in range(shown, len(samples))  # with its step in every legend
+                if samples[index].plot != plot_before
+            ),
+            None,
+        )
+        if drawn is not None:
+            plots.append(times[drawn] - written)
+    longest, previous_at, previous_step = 0.0, samples[0].at, samples[0].shown_step
+    for sample in samples:
+        if sample.shown_step != previous_step:
+            longest = max(longest, sample.at - previous_at)
+            previous_at, previous_step = sample.at, sample.shown_step
+    return numbers, plots, longest, writer.next_step
+
+
+def _settle(screen: TmuxDashboard, key: str) -> float:
+    """Seconds from a key press until the screen (status line aside) stopped changing: the
+    last change before SETTLED_AFTER seconds without one. A loaded machine may take a while
+    to show the first change; up to FIRST_CHANGE_SECONDS are waited for it."""
+    before = screen.capture().body
+    pressed = screen.press(key)
+    last_change, last_body = None, before
+    while True:
+        sample = screen.capture()
+        if sample.body != last_body:
+            last_change, last_body = sample.at, sample.body
+        quiet_since = last_change if last_change is not None else pressed
+        limit = SETTLED_AFTER if last_change is not None else FIRST_CHANGE_SECONDS
+        if sample.at - quiet_since > limit or sample.at - pressed > 15:
+            break
+        time.sleep(SAMPLE_SECONDS / 2)
+    if last_change is None:
+        raise AssertionError(f"key {key!r} changed nothing on screen")
+    return last_change - pressed
+
+
+# Keys a person presses while looking at charts: each changes every panel or the layout.
+KEYS = (("s", "s (EMA)"), ("l", "l (log)"), ("]", "] (zoom)"), ("Right", "→ (focus)"),
+        ("Enter", "⏎ (maximise)"), ("Escape", "esc (restore)"), ("0", "0 (zoom reset)"))  # fmt: skip
+
+
+@dataclass
+class _SizeResult:
+    first_paint: float
+    loaded: float
+    keys: dict[str, list[float]]
+    idle_cpu: float
+    follow_cpu: float
+    freshness: dict[float, tuple[list[float], list[float], float]]
+    fast_cpu: float | None = None
+
+
+def _measure(directory: Path, rows: int, sizes: Sizes, live: bool) -> _SizeResult:
+    quick = sizes.name != "full"
+    key_rounds = 1 if sizes.is_tiny else 3 if quick else 5
+    window = 1.0 if sizes.is_tiny else 6.0 if quick else 15.0
+    fresh_seconds = 2.5 if sizes.is_tiny else 8.0 if quick else 20.0
+    screen = TmuxDashboard(directory)
+    try:
+        painted = screen.wait_for(lambda s: s.shown_step is not None and bool(s.plot), timeout=120)
+        first_paint = painted.at - screen.started
+        loaded = screen.wait_for(_loaded(rows), timeout=300).at - screen.started
+        time.sleep(1.0)
+        keys: dict[str, list[float]] = {label: [] for _, label in KEYS}
+        for _ in range(key_rounds):
+            for key, label in KEYS:
+                keys[label].append(_settle(screen, key))
+        # Back to the view the run started with: EMA off (4 levels), linear axis.
+        for _ in range(-key_rounds % 4):
+            _settle(screen, "s")
+        for _ in range(key_rounds % 2):
+            _settle(screen, "l")
+        cpu_before, wall_before = screen.cpu_seconds(), time.monotonic()
+        time.sleep(window)
+        idle_cpu = (screen.cpu_seconds() - cpu_before) / (time.monotonic() - wall_before)
+        next_step = rows
+        freshness: dict[float, tuple[list[float], list[float], float]] = {}
+        follow_cpu = 0.0
+        fast_cpu = None
+        if live:
+            writer = LiveWriter(directory, next_step, 10.0, window + 2)
+            writer.start()
+            time.sleep(1.0)
+            cpu_before, wall_before = screen.cpu_seconds(), time.monotonic()
+            time.sleep(window)
+            follow_cpu = (screen.cpu_seconds() - cpu_before) / (time.monotonic() - wall_before)
+            writer.stop()
+            next_step = writer.next_step
+            for rate in (10.0, 100.0):
+                numbers, plots, longest, next_step = _freshness(
+                    screen, directory, next_step, rate, fresh_seconds
+                )
+                freshness[rate] = (numbers, plots, longest)
+            writer = LiveWriter(directory, next_step, 1000.0, window + 2)
+            writer.start()
+            time.sleep(1.0)
+            cpu_before, wall_before = screen.cpu_seconds(), time.monotonic()
+            time.sleep(window)
+            fast_cpu = (screen.cpu_seconds() - cpu_before) / (time.monotonic() - wall_before)
+            writer.stop()
+    finally:
+        screen.close()
+    return _SizeResult(first_paint, loaded, keys, idle_cpu, follow_cpu, freshness, fast_cpu)
+
+
+def run(sizes: Sizes, workspace: Workspace) -> list[Row]:
+    if shutil.which("tmux") is None:
+        return [not_measured("screen figures (tmux)", "-", "needs tmux on PATH")]
+    big_rows, small_rows = sizes.rows, sizes.small_rows
+    big = workspace.copy(workspace.run(big_rows), "screen-big")
+    small = workspace.copy(workspace.run(small_rows), "screen-small")
+    result_small = _measure(small, small_rows, sizes, live=True)
+    result_big = _measure(big, big_rows, sizes, live=True)
+    size_label = {id(result_big): f"6x{big_rows:,}", id(result_small): f"6x{small_rows:,}"}
+    where = f"`python -m ocms_tui` in tmux {TERMINAL[0]}x{TERMINAL[1]}"
+    rows: list[Row] = []
+    for result in (result_small, result_big):
+        label = size_label[id(result)]
+        for rate, (numbers, plots, longest) in result.freshness.items():
+            for name, samples in (("numbers", numbers), ("plot", plots)):
+                if not samples:
+                    rows.append(
+                        not_measured(f"freshness {label} {rate:g} rows/s", "-", "no rows seen")
+                    )
+                    continue
+                p50, p95 = _percentile(samples, 0.5), _percentile(samples, 0.95)
+                rows.append(
+                    make_row(
+                        f"freshness: new row in the {name}, {label} rows, {rate:g} rows/s ({where})",
+                        f"p50 {seconds(p50)}, p95 {seconds(p95)}",
+                        "1 s",
+                        p95,
+                        "p95 <= 1 s; no gap > 1.5 s",
+                        p95 <= 1.0 and longest <= 1.5,
+                        f"{len(samples)} {'spike ' if name == 'plot' else ''}rows;"
+                        f" longest without a new step on screen {seconds(longest)}",
+                    )
+                )
+    for result in (result_small, result_big):
+        label = size_label[id(result)]
+        rows.append(
+            make_row(
+                f"CPU following a run writing 10 rows/s, {label} rows ({where})",
+                f"{result.follow_cpu:.1%} of a core",
+                "1 core",
+                result.follow_cpu,
+                "<= 0.10",
+                result.follow_cpu <= 0.10,
+                "dashboard process only (/proc), screen not sampled meanwhile",
+            )
+        )
+        rows.append(
+            make_row(
+                f"CPU idle on a finished run, {label} rows ({where})",
+                f"{result.idle_cpu:.2%} of a core",
+                "1 core",
+                result.idle_cpu,
+                "<= 0.01",
+                result.idle_cpu <= 0.01,
+                "nothing written; the status line still ticks",
+            )
+        )
+    fast = result_small.fast_cpu or 0.0
+    rows.append(
+        make_row(
+            f"CPU following a run writing 1,000 rows/s, {size_label[id(result_small)]} rows ({where})",
+            f"{fast:.1%} of a core",
+            "1 core",
+            fast,
+            "<= 0.15",
+            fast <= 0.15,
+            "one write per row and chart (6,000 writes/s), files kept open as the recorder does",
+        )
+    )
+    for _, label in KEYS:
+        big_keys, small_keys = result_big.keys[label], result_small.keys[label]
+        p50, p95 = _percentile(big_keys, 0.5), _percentile(big_keys, 0.95)
+        small_p50 = _percentile(small_keys, 0.5)
+        ratio = p50 / small_p50 if small_p50 > 0 else None
+        rows.append(
+            make_row(
+                f"key {label} to settled screen, {size_label[id(result_big)]} vs"
+                f" {size_label[id(result_small)]} rows ({where})",
+                f"p50 {seconds(p50)}, p95 {seconds(p95)}",
+                f"p50 {seconds(small_p50)}",
+                ratio,
+                "p50 <= 150 ms, p95 <= 300 ms, ratio <= 1.3",
+                p50 <= 0.150 and p95 <= 0.300 and (ratio is None or ratio <= 1.3),
+                f"{len(big_keys)} presses each; settled = no change for {SETTLED_AFTER:g} s",
+            )
+        )
+    rows.append(
+        make_row(
+            f"first paint, {size_label[id(result_big)]} vs {size_label[id(result_small)]} rows ({where})",
+            seconds(result_big.first_paint),
+            seconds(result_small.first_paint),
+            result_big.first_paint / result_small.first_paint,
+            "ratio <= 1.3",
+            result_big.first_paint / result_small.first_paint <= 1.3,
+            "from the command's start to every chart's numbers and plots on screen",
+        )
+    )
+    rows.append(
+        make_row(
+            f"whole run loaded, {size_label[id(result_big)]} rows ({where})",
+            seconds(result_big.loaded),
+            seconds(result_small.loaded),
+            None,
+            "<= 3 s",
+            result_big.loaded <= 3.0,
+            "until every panel shows the last step; baseline: the small run",
+        )
+    )
+    return rows
