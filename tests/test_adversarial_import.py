@@ -1,0 +1,46 @@
+"""`ocms-tui import` on hostile sources: each test is a file or tree that once made the
+command print a traceback (exit 1) instead of a one-line error (exit 2) or a clean import."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.sources_support import run_cli
+
+
+def assert_clean_failure(source: Path, out: Path, message: str) -> None:
+    result = run_cli("import", str(source), "--out", str(out))
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr
+    assert not out.exists()
+
+
+def test_trainer_state_nested_deeper_than_the_json_parser_recurses(tmp_path: Path) -> None:
+    depth = 200_000
+    (tmp_path / "trainer_state.json").write_text(
+        '{"log_history": ' + "[" * depth + "]" * depth + "}"
+    )
+    assert_clean_failure(tmp_path, tmp_path.parent / "out", "nested too deeply")
+
+
+def test_trainer_state_with_odd_log_history_entries(tmp_path: Path) -> None:
+    """Non-dict entries, string/float/bool/negative/huge steps, NaN, strings and nested
+    values: the good points are written, every other one is reported, nothing crashes."""
+    history = (
+        '[1, "x", null, {"step": "3", "loss": 1}, {"step": 1.0, "loss": 2},'
+        ' {"step": 2, "loss": NaN, "lr": "abc"}, {"step": 3, "loss": Infinity},'
+        ' {"loss": 4}, {"step": -1, "loss": 5}, {"step": 99999999999999999999999, "loss": 1},'
+        ' {"step": true, "loss": 1}, {"step": 4, "loss": {"a": 1}, "x": [1]},'
+        ' {"step": 5, "loss": 0.25}]'
+    )
+    (tmp_path / "trainer_state.json").write_text('{"log_history": ' + history + "}")
+    out = tmp_path.parent / "out"
+    result = run_cli("import", str(tmp_path), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    rows = (out / "loss.csv").read_text().splitlines()
+    assert [row.split(",")[0] for row in rows] == ["2", "3", "5"]
+    assert "step not an integer" in result.stdout
+    assert "'lr': 1 value(s), none a number" in result.stdout
+    assert json.loads((out / "metrics.json").read_text())["charts"][0]["y_axis"] == ["loss"]
