@@ -9,6 +9,12 @@ from pathlib import Path
 from tests.sources_support import run_cli
 
 
+def make_source(tmp_path: Path) -> Path:
+    source = tmp_path / "source"
+    source.mkdir()
+    return source
+
+
 def assert_clean_failure(source: Path, out: Path, message: str) -> None:
     result = run_cli("import", str(source), "--out", str(out))
     assert "Traceback" not in result.stderr, result.stderr
@@ -18,16 +24,18 @@ def assert_clean_failure(source: Path, out: Path, message: str) -> None:
 
 
 def test_trainer_state_nested_deeper_than_the_json_parser_recurses(tmp_path: Path) -> None:
+    source = make_source(tmp_path)
     depth = 200_000
-    (tmp_path / "trainer_state.json").write_text(
+    (source / "trainer_state.json").write_text(
         '{"log_history": ' + "[" * depth + "]" * depth + "}"
     )
-    assert_clean_failure(tmp_path, tmp_path.parent / "out", "nested too deeply")
+    assert_clean_failure(source, tmp_path / "out", "nested too deeply")
 
 
 def test_trainer_state_with_odd_log_history_entries(tmp_path: Path) -> None:
     """Non-dict entries, string/float/bool/negative/huge steps, NaN, strings and nested
     values: the good points are written, every other one is reported, nothing crashes."""
+    source = make_source(tmp_path)
     history = (
         '[1, "x", null, {"step": "3", "loss": 1}, {"step": 1.0, "loss": 2},'
         ' {"step": 2, "loss": NaN, "lr": "abc"}, {"step": 3, "loss": Infinity},'
@@ -35,12 +43,27 @@ def test_trainer_state_with_odd_log_history_entries(tmp_path: Path) -> None:
         ' {"step": true, "loss": 1}, {"step": 4, "loss": {"a": 1}, "x": [1]},'
         ' {"step": 5, "loss": 0.25}]'
     )
-    (tmp_path / "trainer_state.json").write_text('{"log_history": ' + history + "}")
-    out = tmp_path.parent / "out"
-    result = run_cli("import", str(tmp_path), "--out", str(out))
+    (source / "trainer_state.json").write_text('{"log_history": ' + history + "}")
+    out = tmp_path / "out"
+    result = run_cli("import", str(source), "--out", str(out))
     assert result.returncode == 0, result.stderr
     rows = (out / "loss.csv").read_text().splitlines()
     assert [row.split(",")[0] for row in rows] == ["2", "3", "5"]
     assert "step not an integer" in result.stdout
     assert "'lr': 1 value(s), none a number" in result.stdout
     assert json.loads((out / "metrics.json").read_text())["charts"][0]["y_axis"] == ["loss"]
+
+
+def test_lightning_csv_field_beyond_the_csv_modules_limit(tmp_path: Path) -> None:
+    """A 200 kB quoted field (the csv module refuses fields over 128 KiB): that row is
+    reported, the rows around it are imported; in the header it is a foreign file."""
+    source = make_source(tmp_path)
+    huge = '"' + "x" * 200_000 + '"'
+    (source / "metrics.csv").write_text(f"step,loss\n1,0.5\n2,{huge}\n3,0.25\n")
+    out = tmp_path / "out"
+    result = run_cli("import", str(source), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert (out / "loss.csv").read_text().splitlines() == ["1,0.5", "3,0.25"]
+    assert "metrics.csv:3: no integer step; row left out" in result.stdout
+    (source / "metrics.csv").write_text(f"step,{huge}\n1,0.5\n")
+    assert_clean_failure(source, tmp_path / "out2", "no 'step' column")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from ocms_tui.sources.common import (
@@ -61,18 +62,30 @@ def _lines(path: Path) -> tuple[list[str], bool]:
     return (lines[:-1] if incomplete else lines), incomplete
 
 
+def _rows(reader: Iterator[list[str]]) -> Iterator[list[str] | None]:
+    """Each row of `reader`; None for a line the csv module refuses (a field beyond its
+    size limit), so that one hostile line costs that row, not the import."""
+    while True:
+        try:
+            yield next(reader)
+        except StopIteration:
+            return
+        except csv.Error:
+            yield None
+
+
 def read_lightning_csv(path: Path) -> Source:
     found = find_metrics_csv(path)
     csv_path = found if found is None or found.is_file() else found / METRICS_CSV
     if csv_path is None:
         raise SourceError(f"{path}: no Lightning {METRICS_CSV} (nor a version_N/ holding one)")
     lines, incomplete = _lines(csv_path)
-    reader = csv.reader(lines)
-    header = next(reader, None)
-    if header is None:
+    reader = _rows(csv.reader(lines))
+    if not lines:
         if incomplete:  # the header itself is still being written
             return Source(SourceKind.LIGHTNING, path, [], incomplete_tail=True)
         raise SourceError(f"{csv_path}: empty; not a CSVLogger metrics.csv")
+    header = next(reader, None) or []
     if STEP_COLUMN not in header:
         raise SourceError(f"{csv_path}: no '{STEP_COLUMN}' column; not a CSVLogger metrics.csv")
     step_index = header.index(STEP_COLUMN)
@@ -88,9 +101,11 @@ def read_lightning_csv(path: Path) -> Source:
     builder = SeriesBuilder()
     bad_lines = 0
     for line_number, fields in enumerate(reader, start=2):
-        if not fields:
-            continue
+        if fields == []:
+            continue  # a blank line
         try:
+            if fields is None:
+                raise ValueError("not readable as CSV")
             step = int(fields[step_index])
         except (ValueError, IndexError):
             bad_lines += 1
