@@ -4,6 +4,7 @@ command print a traceback (exit 1) instead of a one-line error (exit 2) or a cle
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from tests.sources_support import run_cli
@@ -67,3 +68,25 @@ def test_lightning_csv_field_beyond_the_csv_modules_limit(tmp_path: Path) -> Non
     assert "metrics.csv:3: no integer step; row left out" in result.stdout
     (source / "metrics.csv").write_text(f"step,{huge}\n1,0.5\n")
     assert_clean_failure(source, tmp_path / "out2", "no 'step' column")
+
+
+def nest(root: Path, depth: int) -> Path:
+    """`root/a/a/.../a`, `depth` levels, made from inside (each path stays short)."""
+    directory = root
+    for _ in range(depth):
+        directory = directory / "a"
+        os.mkdir(directory)
+    return directory
+
+
+def test_mlflow_metrics_nested_deeper_than_os_walk_recurses(tmp_path: Path) -> None:
+    run = tmp_path / "mlruns" / "0" / "run"
+    (run / "metrics").mkdir(parents=True)
+    (run / "meta.yaml").write_text("name: hostile\n")
+    (run / "metrics" / "loss").write_text("1 0.5 0\n2 0.25 1\n")
+    (nest(run / "metrics", 1100) / "deep").write_text("1 0.5 0\n")
+    out = tmp_path / "out"
+    result = run_cli("import", str(run), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert (out / "loss.csv").read_text().splitlines() == ["0,0.5", "1,0.25"]
+    assert "nested over 64 deep; not read" in result.stdout
