@@ -56,6 +56,7 @@ SKIPPED_DIRS = frozenset(
 )
 MAX_FILE_BYTES = 2_000_000  # a training script is far smaller; a bigger .py is data
 MAX_FILES = 20_000  # bounds a scan of a mistaken root (a home directory)
+MAX_DEPTH = 64  # directories below the root; os.walk recurses per level (limit near 1000)
 MAX_CALL_TEXT = 80  # longest callee text shown for a site
 
 # Site kinds: what the guide's Step 1 searches for.
@@ -190,6 +191,9 @@ def python_files(root: Path, skipped: list[tuple[str, str]]) -> Iterator[Path]:
         skipped.append((name or ".", error.strerror or str(error)))
 
     for directory, dir_names, file_names in os.walk(root, onerror=unreadable):
+        if dir_names and len(Path(directory).relative_to(root).parts) >= MAX_DEPTH:
+            skipped.append((relative_name(root, Path(directory)), "nested too deeply"))
+            dir_names.clear()  # os.walk recurses per level: a deeper tree would crash it
         dir_names[:] = sorted(
             name
             for name in dir_names
