@@ -3,8 +3,10 @@ command print a traceback (exit 1) instead of a one-line error (exit 2) or a cle
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from tests.sources_support import run_cli
@@ -70,13 +72,24 @@ def test_lightning_csv_field_beyond_the_csv_modules_limit(tmp_path: Path) -> Non
     assert_clean_failure(source, tmp_path / "out2", "no 'step' column")
 
 
-def nest(root: Path, depth: int) -> Path:
-    """`root/a/a/.../a`, `depth` levels, made from inside (each path stays short)."""
+@contextlib.contextmanager
+def nested(root: Path, depth: int) -> Iterator[Path]:
+    """`root/a/a/.../a`, `depth` levels; removed deepest first afterwards (shutil.rmtree,
+    also pytest's cleanup of old temp dirs, recurses per level and would fail on it)."""
+    made: list[Path] = []
     directory = root
-    for _ in range(depth):
-        directory = directory / "a"
-        os.mkdir(directory)
-    return directory
+    try:
+        for _ in range(depth):
+            directory = directory / "a"
+            os.mkdir(directory)
+            made.append(directory)
+        yield directory
+    finally:
+        for each in reversed(made):
+            for entry in os.scandir(each):
+                if not entry.is_dir(follow_symlinks=False):
+                    os.unlink(entry.path)
+            os.rmdir(each)
 
 
 def test_mlflow_metrics_nested_deeper_than_os_walk_recurses(tmp_path: Path) -> None:
@@ -84,9 +97,10 @@ def test_mlflow_metrics_nested_deeper_than_os_walk_recurses(tmp_path: Path) -> N
     (run / "metrics").mkdir(parents=True)
     (run / "meta.yaml").write_text("name: hostile\n")
     (run / "metrics" / "loss").write_text("1 0.5 0\n2 0.25 1\n")
-    (nest(run / "metrics", 1100) / "deep").write_text("1 0.5 0\n")
     out = tmp_path / "out"
-    result = run_cli("import", str(run), "--out", str(out))
+    with nested(run / "metrics", 1100) as deepest:
+        (deepest / "deep").write_text("1 0.5 0\n")
+        result = run_cli("import", str(run), "--out", str(out))
     assert result.returncode == 0, result.stderr
     assert (out / "loss.csv").read_text().splitlines() == ["0,0.5", "1,0.25"]
     assert "nested over 64 deep; not read" in result.stdout
