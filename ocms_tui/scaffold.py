@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib.util import find_spec
@@ -644,9 +645,15 @@ def apply(plan: InitPlan) -> None:
     for change in plan.pending:
         change.path.parent.mkdir(parents=True, exist_ok=True)
         mode = change.path.stat().st_mode & 0o7777 if change.before is not None else 0o644
-        temp = change.path.with_name(f".{change.path.name}.ocms-init.tmp")
+        # A fresh name made with O_EXCL: a fixed name could be a symlink the project
+        # already holds, and writing through it would replace a file outside the project.
+        descriptor, temp_name = tempfile.mkstemp(
+            prefix=f".{change.path.name}.", suffix=".ocms-init.tmp", dir=change.path.parent
+        )
+        temp = Path(temp_name)
         try:
-            temp.write_bytes(change.after)
+            with os.fdopen(descriptor, "wb") as handle:
+                handle.write(change.after)
             os.chmod(temp, mode)
             os.replace(temp, change.path)
         finally:
