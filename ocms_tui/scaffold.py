@@ -130,6 +130,7 @@ class InitPlan:
     scan: ScanResult
     changes: list[FileChange] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # files left alone, and why
+    refused: str | None = None  # why nothing at all can be written
 
     @property
     def pending(self) -> list[FileChange]:
@@ -571,6 +572,13 @@ def plan_init(project: Path, output_dir_expr: str | None = None) -> InitPlan:
         + chart_groups_source(result.suggested_chart_groups)
     )
     target = project / TARGET_DIR
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        # Writing through a link would put (or replace) files outside the project.
+        plan.refused = (
+            f"{TARGET_DIR} is a symbolic link or not a directory; "
+            "init writes only inside the project"
+        )
+        return plan
     for name, content, source in copied_files(framework, groups):
         path = target / name
         before = path.read_bytes() if path.is_file() else None
@@ -692,6 +700,9 @@ def run_init(
         )
         return ExitCode.PROBLEMS
     say(f"framework: {plan.scan.framework}\n")
+    if plan.refused is not None:
+        say(printable(f"ocms-tui init: {plan.refused}") + "\n", sys.stderr)
+        return ExitCode.PROBLEMS
     for note in plan.notes:
         say(printable(note) + "\n")
     if not plan.pending:

@@ -29,9 +29,7 @@ def assert_clean_failure(source: Path, out: Path, message: str) -> None:
 def test_trainer_state_nested_deeper_than_the_json_parser_recurses(tmp_path: Path) -> None:
     source = make_source(tmp_path)
     depth = 200_000
-    (source / "trainer_state.json").write_text(
-        '{"log_history": ' + "[" * depth + "]" * depth + "}"
-    )
+    (source / "trainer_state.json").write_text('{"log_history": ' + "[" * depth + "]" * depth + "}")
     assert_clean_failure(source, tmp_path / "out", "nested too deeply")
 
 

@@ -45,3 +45,25 @@ def test_init_write_never_writes_through_a_symlink_planted_in_the_project(tmp_pa
     recorder = project / "migrate_to_cloudrobo" / "ocms_recorder.py"
     assert not recorder.is_symlink() and "class OcmsRecorder" in recorder.read_text()
     assert [path.name for path in project.glob(".*.ocms-init.tmp")] == [".train.py.ocms-init.tmp"]
+
+
+def test_init_refuses_a_migrate_dir_that_is_a_symlink_or_a_file(tmp_path: Path) -> None:
+    """migrate_to_cloudrobo -> a directory outside: init wrote the recorder and hooks there."""
+    project = tmp_path / "project"
+    shutil.copytree(PROJECTS / "plain_loop", project)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (project / "migrate_to_cloudrobo").symlink_to(outside)
+    before = (project / "train.py").read_bytes()
+    for arguments in ((), ("--write", "--force")):
+        result = run_cli("init", str(project), *arguments)
+        assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+        assert "migrate_to_cloudrobo is a symbolic link or not a directory" in result.stderr
+    assert list(outside.iterdir()) == []
+    assert (project / "train.py").read_bytes() == before
+    (project / "migrate_to_cloudrobo").unlink()
+    (project / "migrate_to_cloudrobo").write_text("mine\n")
+    result = run_cli("init", str(project), "--write", "--force")
+    assert result.returncode == 1 and "not a directory" in result.stderr
+    assert (project / "migrate_to_cloudrobo").read_text() == "mine\n"
+    assert (project / "train.py").read_bytes() == before
