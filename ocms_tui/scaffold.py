@@ -44,6 +44,7 @@ from ocms_tui.scan import (
     ScanResult,
     Site,
     chart_groups_source,
+    read_project_file,
     scan_project,
 )
 
@@ -443,7 +444,9 @@ def edit_script(
 ) -> tuple[bytes, bytes] | str:
     """(before, after) of one script, or why it is left alone."""
     path = project / file
-    before = path.read_bytes()
+    before = _read_to_edit(path)
+    if isinstance(before, str):
+        return before
     try:
         module = cst.parse_module(before)
     except cst.ParserSyntaxError as error:
@@ -540,7 +543,9 @@ def _mmengine_config_edit(module: cst.Module, output_dir_expr: str | None) -> cs
 
 def edit_config(project: Path, file: str, output_dir_expr: str | None) -> tuple[bytes, bytes] | str:
     path = project / file
-    before = path.read_bytes()
+    before = _read_to_edit(path)
+    if isinstance(before, str):
+        return before
     try:
         module = cst.parse_module(before)
     except cst.ParserSyntaxError as error:
@@ -556,6 +561,30 @@ def edit_config(project: Path, file: str, output_dir_expr: str | None) -> tuple[
 # ---------------------------------------------------------------------------------------
 # The command
 # ---------------------------------------------------------------------------------------
+
+
+def _read(path: Path) -> bytes | None:
+    """The bytes of a project file init may replace; None when there is none. Never
+    through a symlink, never a blocking read of a FIFO: OSError or ValueError instead."""
+    try:
+        return read_project_file(path)
+    except FileNotFoundError:
+        return None
+
+
+def _read_to_edit(path: Path) -> bytes | str:
+    """The bytes of a file scan found, or why it is not edited (it changed since)."""
+    try:
+        before = _read(path)
+    except (OSError, ValueError) as error:
+        return f"not edited: {_why_unreadable(path, error)}"
+    return "not edited: no longer there" if before is None else before
+
+
+def _why_unreadable(path: Path, error: OSError | ValueError) -> str:
+    if path.is_symlink():
+        return "a symbolic link"
+    return error.strerror or str(error) if isinstance(error, OSError) else str(error)
 
 
 def plan_init(project: Path, output_dir_expr: str | None = None) -> InitPlan:
@@ -581,7 +610,11 @@ def plan_init(project: Path, output_dir_expr: str | None = None) -> InitPlan:
         return plan
     for name, content, source in copied_files(framework, groups):
         path = target / name
-        before = path.read_bytes() if path.is_file() else None
+        try:
+            before = _read(path)
+        except (OSError, ValueError) as error:
+            plan.notes.append(f"{TARGET_DIR}/{name}: {_why_unreadable(path, error)}; left as is")
+            continue
         if before is not None and before != content:
             plan.notes.append(f"{TARGET_DIR}/{name}: differs from what init writes; left as is")
             continue
@@ -649,7 +682,17 @@ def uncommitted_changes(project: Path) -> list[str] | None:
 
 
 def apply(plan: InitPlan) -> None:
-    """Write every pending change: each file replaced atomically, keeping its mode."""
+    """Write every pending change: each file replaced atomically, keeping its mode.
+    Nothing is written when a file changed since the plan read it (an edit is never lost)."""
+    for change in plan.pending:
+        try:
+            unchanged = _read(change.path) == change.before
+        except (OSError, ValueError):
+            unchanged = False
+        if not unchanged:
+            raise OSError(
+                0, "changed while init ran; nothing written, run init again", str(change.path)
+            )
     for change in plan.pending:
         change.path.parent.mkdir(parents=True, exist_ok=True)
         mode = change.path.stat().st_mode & 0o7777 if change.before is not None else 0o644

@@ -215,9 +215,10 @@ def relative_name(root: Path, path: Path) -> str:
     return path.relative_to(root).as_posix()
 
 
-def read_source(path: Path) -> str:
-    """The file's text, decoded as Python decodes source (PEP 263 cookie, else UTF-8).
-    Raises ValueError with the reason when it is not a readable source file."""
+def read_project_file(path: Path) -> bytes:
+    """The bytes of a regular file of the project, not through a symlink, at most
+    MAX_FILE_BYTES. Raises OSError (unreadable, a symlink: ELOOP) or ValueError (a FIFO,
+    a device, too large) instead of blocking or reading without end."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
     descriptor = os.open(path, flags)  # O_NONBLOCK: a FIFO named x.py must not block us
     with os.fdopen(descriptor, "rb") as handle:
@@ -229,6 +230,13 @@ def read_source(path: Path) -> str:
         data = handle.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
         raise ValueError(f"larger than {MAX_FILE_BYTES} bytes")
+    return data
+
+
+def read_source(path: Path) -> str:
+    """The file's text, decoded as Python decodes source (PEP 263 cookie, else UTF-8).
+    Raises ValueError with the reason when it is not a readable source file."""
+    data = read_project_file(path)
     if b"\x00" in data:
         raise ValueError("binary file (NUL bytes)")
     try:

@@ -4,9 +4,19 @@ traceback."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import sys
+import tempfile
+import threading
+import traceback
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+from ocms_tui import cli, scaffold
+from ocms_tui.scan import scan_project
 from tests.sources_support import run_cli
 from tests.test_adversarial_import import nested
 
@@ -67,3 +77,88 @@ def test_init_refuses_a_migrate_dir_that_is_a_symlink_or_a_file(tmp_path: Path) 
     assert result.returncode == 1 and "not a directory" in result.stderr
     assert (project / "migrate_to_cloudrobo").read_text() == "mine\n"
     assert (project / "train.py").read_bytes() == before
+
+
+def as_nobody(function: Callable[[], int]) -> tuple[int, str]:
+    """Run `function` in a forked child as uid/gid 65534 (the modules it needs imported
+    before: this Python's own files are not readable by nobody); its exit code and stderr."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 97
+        try:
+            os.dup2(write_end, 2)
+            sys.stderr = os.fdopen(2, "w", closefd=False)
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            code = function()
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else 98
+        except BaseException:
+            traceback.print_exc()
+            code = 99
+        finally:
+            sys.stderr.flush()
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end) as stream:
+        errors = stream.read()
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), errors
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become another user")
+def test_init_as_non_root_with_an_unreadable_copy_in_the_migrate_dir() -> None:
+    """migrate_to_cloudrobo/ocms_recorder.py unreadable (mode 000, owned by root): init as
+    another user printed a PermissionError traceback."""
+    with tempfile.TemporaryDirectory() as name:  # pytest's temp root is private to root
+        project = Path(name) / "project"
+        shutil.copytree(PROJECTS / "plain_loop", project)
+        copy = project / "migrate_to_cloudrobo" / "ocms_recorder.py"
+        copy.parent.mkdir()
+        copy.write_text("# the user's own recorder\n")
+        for path in (Path(name), project, copy.parent):
+            path.chmod(0o755)
+        copy.chmod(0o000)
+        code, errors = as_nobody(lambda: cli.main(["init", str(project)]))
+        assert "Traceback" not in errors and code == 0, errors
+        copy.chmod(0o644)
+        assert copy.read_text() == "# the user's own recorder\n"
+
+
+def test_init_loses_no_edit_made_while_it_runs(tmp_path: Path) -> None:
+    """The plan reads train.py, the user saves it, then init writes: it wrote the edit of
+    the old text over the user's new one."""
+    project = tmp_path / "project"
+    shutil.copytree(PROJECTS / "plain_loop", project)
+    plan = scaffold.plan_init(project)
+    assert plan.pending
+    train = project / "train.py"
+    train.write_text(train.read_text() + "# saved while init ran\n")
+    with pytest.raises(OSError, match="changed while init ran"):
+        scaffold.apply(plan)
+    assert train.read_text().endswith("# saved while init ran\n")
+    assert "ocms" not in train.read_text()
+    assert not (project / "migrate_to_cloudrobo").exists()
+
+
+def test_init_does_not_block_on_a_script_replaced_by_a_fifo(tmp_path: Path) -> None:
+    """scan read train.py, then it became a FIFO: the edit re-read it with a blocking read."""
+    project = tmp_path / "project"
+    shutil.copytree(PROJECTS / "plain_loop", project)
+    result = scan_project(project)
+    (project / "train.py").unlink()
+    os.mkfifo(project / "train.py")
+    outcomes: list[object] = []
+    editor = threading.Thread(
+        target=lambda: outcomes.append(
+            scaffold.edit_script(project, "train.py", result.sites, "custom", None)
+        ),
+        daemon=True,
+    )
+    editor.start()
+    editor.join(timeout=60)
+    if editor.is_alive():  # release the blocked read so the thread can end
+        os.close(os.open(project / "train.py", os.O_WRONLY | os.O_NONBLOCK))
+    assert outcomes == ["not edited: not a regular file"]
