@@ -3,12 +3,15 @@ command print a traceback (exit 1) instead of a one-line error (exit 2) or a cle
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-from collections.abc import Iterator
+import tempfile
 from pathlib import Path
 
+import pytest
+
+from ocms_tui import cli
+from tests.adversarial_support import as_nobody, nested
 from tests.sources_support import run_cli
 
 
@@ -70,26 +73,6 @@ def test_lightning_csv_field_beyond_the_csv_modules_limit(tmp_path: Path) -> Non
     assert_clean_failure(source, tmp_path / "out2", "no 'step' column")
 
 
-@contextlib.contextmanager
-def nested(root: Path, depth: int) -> Iterator[Path]:
-    """`root/a/a/.../a`, `depth` levels; removed deepest first afterwards (shutil.rmtree,
-    also pytest's cleanup of old temp dirs, recurses per level and would fail on it)."""
-    made: list[Path] = []
-    directory = root
-    try:
-        for _ in range(depth):
-            directory = directory / "a"
-            os.mkdir(directory)
-            made.append(directory)
-        yield directory
-    finally:
-        for each in reversed(made):
-            for entry in os.scandir(each):
-                if not entry.is_dir(follow_symlinks=False):
-                    os.unlink(entry.path)
-            os.rmdir(each)
-
-
 def test_mlflow_metrics_nested_deeper_than_os_walk_recurses(tmp_path: Path) -> None:
     run = tmp_path / "mlruns" / "0" / "run"
     (run / "metrics").mkdir(parents=True)
@@ -102,3 +85,25 @@ def test_mlflow_metrics_nested_deeper_than_os_walk_recurses(tmp_path: Path) -> N
     assert result.returncode == 0, result.stderr
     assert (out / "loss.csv").read_text().splitlines() == ["0,0.5", "1,0.25"]
     assert "nested over 64 deep; not read" in result.stdout
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become another user")
+def test_out_that_another_user_cannot_list_or_write() -> None:
+    """--out an existing directory nobody may list: `import` as nobody printed a
+    PermissionError traceback; an --out in a directory it may not write fails cleanly."""
+    with tempfile.TemporaryDirectory() as name:  # pytest's temp root is private to root
+        root = Path(name)
+        root.chmod(0o755)
+        source = root / "source"
+        source.mkdir(mode=0o755)
+        (source / "trainer_state.json").write_text('{"log_history": [{"loss": 1, "step": 1}]}')
+        (source / "trainer_state.json").chmod(0o644)
+        locked = root / "locked"
+        locked.mkdir(mode=0o000)
+        for out in (locked, locked / "run", root / "run"):
+            code, errors = as_nobody(
+                lambda out=out: cli.main(["import", str(source), "--out", str(out)])
+            )
+            assert "Traceback" not in errors and code == 2, errors
+            assert "Permission denied" in errors
+        assert list(locked.iterdir()) == [] and not (root / "run").exists()

@@ -6,19 +6,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import tempfile
 import threading
-import traceback
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from ocms_tui import cli, scaffold
 from ocms_tui.scan import scan_project
+from tests.adversarial_support import as_nobody, nested
 from tests.sources_support import run_cli
-from tests.test_adversarial_import import nested
 
 PROJECTS = Path(__file__).parent / "projects"
 
@@ -77,35 +74,6 @@ def test_init_refuses_a_migrate_dir_that_is_a_symlink_or_a_file(tmp_path: Path) 
     assert result.returncode == 1 and "not a directory" in result.stderr
     assert (project / "migrate_to_cloudrobo").read_text() == "mine\n"
     assert (project / "train.py").read_bytes() == before
-
-
-def as_nobody(function: Callable[[], int]) -> tuple[int, str]:
-    """Run `function` in a forked child as uid/gid 65534 (the modules it needs imported
-    before: this Python's own files are not readable by nobody); its exit code and stderr."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into pytest
-        code = 97
-        try:
-            os.dup2(write_end, 2)
-            sys.stderr = os.fdopen(2, "w", closefd=False)
-            os.setgroups([])
-            os.setgid(65534)
-            os.setuid(65534)
-            code = function()
-        except SystemExit as exit_:
-            code = exit_.code if isinstance(exit_.code, int) else 98
-        except BaseException:
-            traceback.print_exc()
-            code = 99
-        finally:
-            sys.stderr.flush()
-            os._exit(code)
-    os.close(write_end)
-    with os.fdopen(read_end) as stream:
-        errors = stream.read()
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status), errors
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become another user")

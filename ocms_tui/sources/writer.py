@@ -161,9 +161,13 @@ def _read_back(
 def check_output_path(out: Path, sources: list[Path]) -> None:
     """Refuse an output that exists with files in it, or that lies inside a source (the
     source is never written)."""
-    if (out.exists() or out.is_symlink()) and (
-        not out.is_dir() or out.is_symlink() or any(out.iterdir())
-    ):
+    try:
+        occupied = (out.exists() or out.is_symlink()) and (
+            not out.is_dir() or out.is_symlink() or any(out.iterdir())
+        )
+    except OSError as error:  # a directory this user may not list
+        raise WriteError(f"cannot use {out}: {error.strerror or error}") from None
+    if occupied:
         raise WriteError(f"{out} already exists; give a new directory to --out")
     resolved = out.resolve()
     for source in sources:
