@@ -185,8 +185,10 @@ class SameStepMerger:
 
 
 def _same_value(a: Any, b: Any) -> bool:
+    """Equal, or both NaN (a NaN loss re-logged by evaluate() is the value already
+    written, not a new one: NaN != NaN would write the step twice)."""
     try:
-        return bool(a == b)
+        return bool(a == b) or (bool(a != a) and bool(b != b))
     except Exception:  # e.g. arrays: compared element-wise, no single truth value
         return False
 
