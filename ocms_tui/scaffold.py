@@ -12,6 +12,8 @@ No Textual here.
 
 from __future__ import annotations
 
+import ast
+import builtins
 import difflib
 import os
 import shutil
@@ -472,9 +474,77 @@ def edit_script(
         import_line = f"from {LOOP_MODULE} import ocms_log"
     if not after_lines and not call_lines:
         return "nothing to record here"
+    if output_dir_expr is not None:
+        lines = sorted({line for line, _ in call_lines} | set(after_lines))
+        undefined = _undefined_names(before, lines, output_dir_expr)
+        if undefined:
+            return (
+                f"not edited: --output-dir-expr reads {', '.join(undefined)}, which the code "
+                f"at line {lines[0]} does not define (the edited script would raise NameError)"
+            )
     editor = _ScriptEditor(after_lines, call_lines, _path_setup(module, path, project, import_line))
     edited = MetadataWrapper(module).visit(editor)
     return before, edited.bytes
+
+
+def _undefined_names(source: bytes, lines: Sequence[int], expression: str) -> list[str]:
+    """The names `expression` reads that are not defined where it goes at any of `lines`:
+    not a builtin, a module-level name, or a parameter or local of an enclosing function
+    (`self.output_dir` in a plain function). Generous: any assignment anywhere in an
+    enclosing function counts. Empty when the source does not parse as Python here."""
+    try:
+        module = ast.parse(source)
+        wanted = {
+            node.id
+            for node in ast.walk(ast.parse(expression, mode="eval"))
+            if isinstance(node, ast.Name)
+        }
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    module_names = set(dir(builtins)) | _names_defined(module.body, nested=False)
+    undefined: set[str] = set()
+    for line in lines:
+        names = set(module_names)
+        for node in ast.walk(module):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+                node.lineno <= line <= (node.end_lineno or node.lineno)
+            ):
+                arguments = node.args
+                names |= {
+                    each.arg
+                    for each in [
+                        *arguments.posonlyargs,
+                        *arguments.args,
+                        *arguments.kwonlyargs,
+                        arguments.vararg,
+                        arguments.kwarg,
+                    ]
+                    if each is not None
+                }
+                names |= _names_defined(node.body, nested=True)
+        undefined |= wanted - names
+    return sorted(undefined)
+
+
+def _names_defined(body: Sequence[ast.stmt], nested: bool) -> set[str]:
+    """Names bound by `body`: assigned, imported, defined, loop and `with` targets; inside
+    nested functions and classes too when `nested` (a generous answer), else only theirs."""
+    names: set[str] = set()
+    pending: list[ast.AST] = list(body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            if not nested:
+                continue
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names |= set(node.names)
+        pending.extend(ast.iter_child_nodes(node))
+    return names
 
 
 def _mmengine_config_edit(module: cst.Module, output_dir_expr: str | None) -> cst.Module | str:

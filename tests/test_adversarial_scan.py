@@ -130,3 +130,25 @@ def test_init_does_not_block_on_a_script_replaced_by_a_fifo(tmp_path: Path) -> N
     if editor.is_alive():  # release the blocked read so the thread can end
         os.close(os.open(project / "train.py", os.O_WRONLY | os.O_NONBLOCK))
     assert outcomes == ["not edited: not a regular file"]
+
+
+def test_init_does_not_write_an_output_dir_expression_the_script_cannot_evaluate(
+    tmp_path: Path,
+) -> None:
+    """The README's walkthrough passes `--output-dir-expr self.output_dir`; on a plain
+    function (no `self`) init wrote it in and the training script died with NameError."""
+    project = tmp_path / "project"
+    shutil.copytree(PROJECTS / "plain_loop", project)
+    before = (project / "train.py").read_bytes()
+    result = run_cli(
+        "init", str(project), "--write", "--force", "--output-dir-expr", "self.output_dir"
+    )
+    assert "train.py: not edited: --output-dir-expr reads self" in result.stdout, result.stdout
+    assert (project / "train.py").read_bytes() == before
+    for expression in ("output_dir", "args.output_dir"):  # a parameter; a module global
+        assert (
+            scaffold.edit_script(
+                project, "train.py", scan_project(project).sites, "custom", expression
+            )[1].count(f"output_dir={expression}".encode())
+            == 1
+        )
