@@ -9,6 +9,7 @@ import io
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 from ocms_tui.sources.common import (
     SeriesBuilder,
@@ -21,6 +22,10 @@ from ocms_tui.sources.common import (
 METRICS_CSV = "metrics.csv"
 STEP_COLUMN = "step"
 READ_CHUNK_BYTES = 1 << 20
+# A CSVLogger line holds one value per metric: a line longer than this is not one.
+MAX_LINE_CHARS = 1 << 20
+OVERLONG_LINE = "-\n"  # stands for a line over MAX_LINE_CHARS: fails as a row, reported
+_NEWLINES = ("\n", "\r")
 MAX_LISTED_PROBLEMS = 20
 
 
@@ -46,20 +51,39 @@ def find_metrics_csv(path: Path) -> Path | None:
     return max(versions)[1] if versions else None
 
 
-def _lines(path: Path) -> tuple[list[str], bool]:
-    """The complete lines of the file (streamed in chunks) and whether a last line was
-    still being written (no newline yet)."""
-    fd = open_regular_file(path)
-    decoder = io.TextIOWrapper(
-        os.fdopen(fd, "rb", buffering=READ_CHUNK_BYTES),
+class _LineStream:
+    """The complete lines of an open file, read as they are used: memory holds one line of
+    at most MAX_LINE_CHARS, not the file. A longer line is read past and given as
+    OVERLONG_LINE, a row with no integer step that is reported and left out like any
+    other. `incomplete` once a last line without its newline (still being written) was met;
+    that line is not given."""
+
+    def __init__(self, handle: TextIO) -> None:
+        self._handle = handle
+        self.incomplete = False
+
+    def __iter__(self) -> Iterator[str]:
+        read = self._handle.readline
+        while line := read(MAX_LINE_CHARS + 1):
+            overlong = len(line) > MAX_LINE_CHARS
+            while overlong and line and not line.endswith(_NEWLINES):
+                line = read(MAX_LINE_CHARS + 1)
+            if not line or not line.endswith(_NEWLINES):
+                self.incomplete = True
+                return
+            yield OVERLONG_LINE if overlong else line
+
+
+def _open_text(path: Path) -> TextIO:
+    return io.TextIOWrapper(
+        os.fdopen(open_regular_file(path), "rb", buffering=READ_CHUNK_BYTES),
         encoding="utf-8",
         errors="replace",
         newline="",
     )
-    with decoder:
-        lines = decoder.readlines()
-    incomplete = bool(lines) and not lines[-1].endswith(("\n", "\r"))
-    return (lines[:-1] if incomplete else lines), incomplete
+
+
+_NO_ROW: list[str] = []  # next()'s default: the file has no line at all
 
 
 def _rows(reader: Iterator[list[str]]) -> Iterator[list[str] | None]:
@@ -79,13 +103,20 @@ def read_lightning_csv(path: Path) -> Source:
     csv_path = found if found is None or found.is_file() else found / METRICS_CSV
     if csv_path is None:
         raise SourceError(f"{path}: no Lightning {METRICS_CSV} (nor a version_N/ holding one)")
-    lines, incomplete = _lines(csv_path)
-    reader = _rows(csv.reader(lines))
-    if not lines:
-        if incomplete:  # the header itself is still being written
+    with _open_text(csv_path) as handle:
+        lines = _LineStream(handle)
+        return _read_rows(path, csv_path, lines, _rows(csv.reader(lines)))
+
+
+def _read_rows(
+    path: Path, csv_path: Path, lines: _LineStream, reader: Iterator[list[str] | None]
+) -> Source:
+    header = next(reader, _NO_ROW)
+    if header is _NO_ROW:
+        if lines.incomplete:  # the header itself is still being written
             return Source(SourceKind.LIGHTNING, path, [], incomplete_tail=True)
         raise SourceError(f"{csv_path}: empty; not a CSVLogger metrics.csv")
-    header = next(reader, None) or []
+    header = header or []
     if STEP_COLUMN not in header:
         raise SourceError(f"{csv_path}: no '{STEP_COLUMN}' column; not a CSVLogger metrics.csv")
     step_index = header.index(STEP_COLUMN)
@@ -128,5 +159,5 @@ def read_lightning_csv(path: Path) -> Source:
         problems.append(f"{csv_path}: {bad_lines - MAX_LISTED_PROBLEMS} more bad fields")
     problems += builder.problems()
     return Source(
-        SourceKind.LIGHTNING, path, builder.series(), problems, incomplete_tail=incomplete
+        SourceKind.LIGHTNING, path, builder.series(), problems, incomplete_tail=lines.incomplete
     )
