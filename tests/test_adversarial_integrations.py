@@ -32,3 +32,18 @@ def test_log_history_of_a_diverged_run() -> None:
     rows = rows_from_log_history(history)
     assert [step for step, _ in rows] == [5]
     assert sorted(rows[0][1]) == ["eval_loss", "loss"]
+
+
+def test_values_already_written_are_not_repeated_beside_new_keys_of_that_step() -> None:
+    """train() ends (its row written), trainer.log({"custom": ...}), then evaluate()
+    re-logs the same eval_loss and epoch: they joined the held custom row and every
+    chart got a second, identical row at that step."""
+    merger = SameStepMerger()
+    merger.add(2, {"eval_loss": 0.69, "eval_accuracy": 0.625, "epoch": 0.17})
+    assert len(merger.flush()) == 1
+    merger.add(2, {"eval_custom": 0.5, "epoch": 0.17})
+    merger.add(2, {"eval_loss": 0.69, "eval_accuracy": 0.625, "epoch": 0.17})
+    assert merger.flush() == [(2, {"eval_custom": 0.5})]
+    merger.add(2, {"eval_custom": 0.7})  # a key held, logged again: the later value wins
+    merger.add(2, {"eval_custom": 0.5, "epoch": 0.17})
+    assert merger.flush() == [(2, {"eval_custom": 0.5})]
