@@ -159,3 +159,25 @@ def test_an_overlong_line_costs_its_row_and_a_last_line_being_written_waits(
     assert (out / "loss.csv").read_text().splitlines() == ["1,0.5", "3,0.25"]
     assert "metrics.csv:3: no integer step; row left out" in result.stdout
     assert "still being written" in result.stdout
+
+
+def test_one_bad_file_among_a_runs_event_files_costs_that_file(tmp_path: Path) -> None:
+    """A FIFO and a stray non-TFRecord file named *tfevents* beside a real run: the whole
+    import failed on either; now each is a note and the real run is imported."""
+    from tests.test_sources_tensorboard import write_tbx
+
+    run = tmp_path / "run"
+    write_tbx(run)
+    os.mkfifo(run / "events.out.tfevents.0.fifo")
+    (run / "eval").mkdir()
+    (run / "eval" / "events.out.tfevents.1.stray").write_text("not a record, longer than 12\n")
+    out = tmp_path / "out"
+    result = run_cli("import", str(run), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "events.out.tfevents.0.fifo: not a regular file; file left out" in result.stdout
+    assert "tfevents.1.stray: not a TensorBoard event file" in result.stdout
+    assert (out / "learning_rate.csv").read_text().count("\n") == 5
+    fifo_alone = run_cli(
+        "import", str(run / "events.out.tfevents.0.fifo"), "--out", str(tmp_path / "o2")
+    )
+    assert fifo_alone.returncode == 2 and "not a regular file" in fifo_alone.stderr

@@ -407,11 +407,26 @@ class TensorBoardSource:
             yield file, "" if parent == Path(".") else "/" + parent.as_posix()
 
     def read(self) -> Source:
+        unreadable: list[str] = []
         for file, suffix in self._files():
             reader = self._readers.get(file)
             if reader is None:
                 reader = self._readers[file] = EventFileReader(file, suffix)
-            reader.read(self._builder)
+            try:
+                reader.read(self._builder)
+            except SourceError as error:
+                if file == self.path:  # the one file given: it is the source
+                    raise
+                # One foreign or unopenable file (a FIFO, a stray *tfevents* name) among a
+                # run's event files costs that file, not the run.
+                reader.broken = True
+                reader.problems.append(f"{error}; file left out")
+                unreadable.append(str(error))
+        if unreadable and len(unreadable) == len(self._readers):
+            raise SourceError(
+                unreadable[0]
+                + (f" (and {len(unreadable) - 1} more files)" if len(unreadable) > 1 else "")
+            )
         problems = [problem for reader in self._readers.values() for problem in reader.problems]
         problems += self._builder.problems()
         skipped: dict[str, str] = {}
