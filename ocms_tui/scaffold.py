@@ -22,6 +22,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from importlib.util import find_spec
 from pathlib import Path
 from typing import TextIO
@@ -696,9 +697,13 @@ def plan_init(project: Path, output_dir_expr: str | None = None) -> InitPlan:
         if framework == "mmengine":
             if not any(site.kind in (MM_CUSTOM_HOOKS, MM_DEFAULT_HOOKS) for site in sites):
                 continue
-            outcome = edit_config(project, file, output_dir_expr)
+            edit = partial(edit_config, project, file, output_dir_expr)
         else:
-            outcome = edit_script(project, file, sites, framework, output_dir_expr)
+            edit = partial(edit_script, project, file, sites, framework, output_dir_expr)
+        try:
+            outcome = edit()
+        except RecursionError:  # Python's parser takes nesting that libcst recurses over
+            outcome = "not edited: nested too deeply for libcst"
         if isinstance(outcome, str):
             plan.notes.append(f"{file}: {outcome}")
         else:

@@ -152,3 +152,18 @@ def test_init_does_not_write_an_output_dir_expression_the_script_cannot_evaluate
             )[1].count(f"output_dir={expression}".encode())
             == 1
         )
+
+
+def test_init_on_nesting_python_accepts_but_libcst_recurses_over(tmp_path: Path) -> None:
+    """190 nested brackets parse in Python (so scan finds the site) but made libcst raise
+    RecursionError: init printed a traceback."""
+    nested_list = "[" * 190 + "]" * 190
+    (tmp_path / "train.py").write_text(
+        f"import wandb\nx = {nested_list}\nfor step in range(3):\n"
+        "    wandb.log({'loss': 1.0}, step=step)\n"
+    )
+    before = (tmp_path / "train.py").read_bytes()
+    result = run_cli("init", str(tmp_path), "--write", "--force")
+    assert "Traceback" not in result.stderr and result.returncode == 0, result.stderr
+    assert "train.py: not edited: nested too deeply for libcst" in result.stdout
+    assert (tmp_path / "train.py").read_bytes() == before
