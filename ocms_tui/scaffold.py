@@ -20,7 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from importlib.util import find_spec
@@ -470,13 +470,23 @@ def edit_script(
     else:
         for site in loop_sites(sites):
             line = _loop_call(site, output_dir_expr)
-            if line is not None:
-                after_lines.setdefault(site.line, []).extend(_statements(line + "\n"))
+            if line is None:
+                continue
+            # The call goes after the statement holding the site: a lambda's parameters
+            # or a comprehension's variables are not defined there.
+            undefined = _undefined_names(before, [site.line], line, also_defined={"ocms_log"})
+            if undefined:
+                return (
+                    f"not edited: the call added after line {site.line} would read "
+                    f"{', '.join(undefined)}, not defined there (the edited script would "
+                    "raise NameError)"
+                )
+            after_lines.setdefault(site.line, []).extend(_statements(line + "\n"))
         import_line = f"from {LOOP_MODULE} import ocms_log"
     if not after_lines and not call_lines:
         return "nothing to record here"
     if output_dir_expr is not None:
-        lines = sorted({line for line, _ in call_lines} | set(after_lines))
+        lines = sorted({line for line, _ in call_lines}) or sorted(after_lines)
         undefined = _undefined_names(before, lines, output_dir_expr)
         if undefined:
             return (
@@ -488,7 +498,9 @@ def edit_script(
     return before, edited.bytes
 
 
-def _undefined_names(source: bytes, lines: Sequence[int], expression: str) -> list[str]:
+def _undefined_names(
+    source: bytes, lines: Sequence[int], expression: str, also_defined: Collection[str] = ()
+) -> list[str]:
     """The names `expression` reads that are not defined where it goes at any of `lines`:
     not a builtin, a module-level name, or a parameter or local of an enclosing function
     (`self.output_dir` in a plain function). Generous: any assignment anywhere in an
@@ -502,7 +514,9 @@ def _undefined_names(source: bytes, lines: Sequence[int], expression: str) -> li
         }
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
-    module_names = set(dir(builtins)) | _names_defined(module.body, nested=False)
+    module_names = (
+        set(dir(builtins)) | set(also_defined) | _names_defined(module.body, nested=False)
+    )
     undefined: set[str] = set()
     for line in lines:
         names = set(module_names)
@@ -527,6 +541,9 @@ def _undefined_names(source: bytes, lines: Sequence[int], expression: str) -> li
     return sorted(undefined)
 
 
+_OWN_SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
 def _names_defined(body: Sequence[ast.stmt], nested: bool) -> set[str]:
     """Names bound by `body`: assigned, imported, defined, loop and `with` targets; inside
     nested functions and classes too when `nested` (a generous answer), else only theirs."""
@@ -544,6 +561,8 @@ def _names_defined(body: Sequence[ast.stmt], nested: bool) -> set[str]:
                 continue
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             names |= set(node.names)
+        elif isinstance(node, _OWN_SCOPES):
+            continue  # their variables are theirs alone
         pending.extend(ast.iter_child_nodes(node))
     return names
 

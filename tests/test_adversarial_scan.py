@@ -143,7 +143,7 @@ def test_init_does_not_write_an_output_dir_expression_the_script_cannot_evaluate
     result = run_cli(
         "init", str(project), "--write", "--force", "--output-dir-expr", "self.output_dir"
     )
-    assert "train.py: not edited: --output-dir-expr reads self" in result.stdout, result.stdout
+    assert "would read self, not defined there" in result.stdout, result.stdout
     assert (project / "train.py").read_bytes() == before
     for expression in ("output_dir", "args.output_dir"):  # a parameter; a module global
         assert (
@@ -167,3 +167,31 @@ def test_init_on_nesting_python_accepts_but_libcst_recurses_over(tmp_path: Path)
     assert "Traceback" not in result.stderr and result.returncode == 0, result.stderr
     assert "train.py: not edited: nested too deeply for libcst" in result.stdout
     assert (tmp_path / "train.py").read_bytes() == before
+
+
+def test_init_adds_no_call_that_reads_a_lambdas_or_comprehensions_own_variables(
+    tmp_path: Path,
+) -> None:
+    """wandb.log inside a lambda or a comprehension: init added `ocms_log(step, {'loss':
+    value})` after the statement, where `value` (the lambda's parameter) is not defined,
+    and the script died with NameError at import."""
+    scripts = {
+        "lambda": "log = lambda value, step: wandb.log({'loss': value}, step=step)\n"
+        "for step in range(3):\n    log(1.0, step)\n",
+        "comprehension": "done = [wandb.log({'loss': v}, step=i) for i, v in enumerate([1.0])]\n",
+    }
+    for name, body in scripts.items():
+        project = tmp_path / name
+        project.mkdir()
+        (project / "train.py").write_text("import wandb\n" + body)
+        result = run_cli("init", str(project), "--write", "--force")
+        assert result.returncode == 0, result.stderr
+        assert "train.py: not edited: the call added after line 2 would read" in result.stdout
+        assert (project / "train.py").read_text() == "import wandb\n" + body
+    plain = tmp_path / "plain"  # the same call in a plain loop is still edited
+    plain.mkdir()
+    (plain / "train.py").write_text(
+        "import wandb\nfor i, v in enumerate([1.0]):\n    wandb.log({'loss': v}, step=i)\n"
+    )
+    assert run_cli("init", str(plain), "--write", "--force").returncode == 0
+    assert "ocms_log(i, {'loss': v})" in (plain / "train.py").read_text()
