@@ -763,7 +763,16 @@ def uncommitted_changes(project: Path) -> list[str] | None:
         return None
     try:
         completed = subprocess.run(
-            [git, "-C", str(project), "status", "--porcelain", "--untracked-files=no", "."],
+            [
+                git,
+                "-C",
+                str(project),
+                *_no_project_commands(git, project),
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                ".",
+            ],
             capture_output=True,
             text=True,
             timeout=30,
@@ -773,6 +782,36 @@ def uncommitted_changes(project: Path) -> list[str] | None:
     if completed.returncode != 0:
         return None
     return completed.stdout.splitlines()
+
+
+def _no_project_commands(git: str, project: Path) -> list[str]:
+    """`-c` options that keep `git status` from running commands the project's own git
+    config names (a downloaded project is not trusted): `core.fsmonitor`, run on every
+    status, and the clean/process filter drivers, run on files whose index stat is stale
+    (every file of a just-unpacked project). Reading the config runs nothing."""
+    options = ["-c", "core.fsmonitor=false"]
+    try:
+        listed = subprocess.run(
+            [
+                git,
+                "-C",
+                str(project),
+                "config",
+                "-z",
+                "--get-regexp",
+                r"^filter\..*\.(clean|process)$",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return options
+    for entry in listed.stdout.split("\0"):
+        key = entry.split("\n", 1)[0]
+        if key:
+            options += ["-c", f"{key}="]
+    return options
 
 
 def apply(plan: InitPlan) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 import threading
 from pathlib import Path
@@ -195,3 +196,46 @@ def test_init_adds_no_call_that_reads_a_lambdas_or_comprehensions_own_variables(
     )
     assert run_cli("init", str(plain), "--write", "--force").returncode == 0
     assert "ocms_log(i, {'loss': v})" in (plain / "train.py").read_text()
+
+
+def git(project: Path, *arguments: str) -> None:
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(project),
+            "-c",
+            "core.fsmonitor=false",
+            "-c",
+            "filter.evil.clean=",
+            *arguments,
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_init_write_runs_no_command_from_the_projects_git_config(tmp_path: Path) -> None:
+    """A downloaded project's .git/config names core.fsmonitor and a clean filter for
+    *.py: the `git status` of init --write ran both (a file appeared)."""
+    project = tmp_path / "project"
+    shutil.copytree(PROJECTS / "plain_loop", project)
+    (project / ".gitattributes").write_text("*.py filter=evil\n")
+    git(project, "init", "-q")
+    git(project, "add", "-A")
+    git(project, "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "project")
+    fsmonitor_ran, filter_ran = tmp_path / "fsmonitor-ran", tmp_path / "filter-ran"
+    git(project, "config", "core.fsmonitor", f"touch {fsmonitor_ran}; false")
+    git(project, "config", "filter.evil.clean", f"touch {filter_ran}; cat")
+    with open(project / ".gitattributes", "a") as attributes:
+        attributes.write("# a change not committed\n")
+    refused = run_cli("init", str(project), "--write")  # the check itself still works
+    assert refused.returncode == 1 and "uncommitted changes" in refused.stderr
+    git(project, "checkout", "--", ".gitattributes")
+    os.utime(project / "train.py", (1_000_000_000, 1_000_000_000))  # index stat stale
+    result = run_cli("init", str(project), "--write")
+    assert result.returncode == 0, result.stderr
+    assert "wrote 4 files" in result.stdout
+    assert not fsmonitor_ran.exists() and not filter_ran.exists()
