@@ -143,7 +143,8 @@ class SameStepMerger:
     row of the previous step once another step arrives; `flush()` returns the row held.
     After a flush, metrics logged again at the step just returned (an `evaluate()` after
     `train()` re-logs the last step) keep only the keys whose value changed: a key whose
-    value the row already holds is not written twice.
+    value the row already holds is not written twice, whether or not new keys of that
+    step are held.
     """
 
     def __init__(self) -> None:
@@ -160,12 +161,16 @@ class SameStepMerger:
         completed: list[Row] = []
         if self._pending and step != self._step:
             completed = self.flush()
-        if not self._pending and self._last_row is not None and self._last_row[0] == step:
+        if self._last_row is not None and self._last_row[0] == step:
+            # Also while a row of new keys is held at that step (trainer.log() of custom
+            # values, then evaluate()): a value the step's written row holds is not new.
             written = self._last_row[1]
             metrics = {
                 key: value
                 for key, value in metrics.items()
-                if key not in written or not _same_value(written[key], value)
+                if key in self._pending
+                or key not in written
+                or not _same_value(written[key], value)
             }
         if metrics:
             self._step = step
@@ -185,8 +190,10 @@ class SameStepMerger:
 
 
 def _same_value(a: Any, b: Any) -> bool:
+    """Equal, or both NaN (a NaN loss re-logged by evaluate() is the value already
+    written, not a new one: NaN != NaN would write the step twice)."""
     try:
-        return bool(a == b)
+        return bool(a == b) or (bool(a != a) and bool(b != b))
     except Exception:  # e.g. arrays: compared element-wise, no single truth value
         return False
 

@@ -55,13 +55,16 @@ _DEFAULT_EVAL_SCORE = dict(DEFAULT_CHART_GROUPS)["eval_score"]
 
 
 def is_eval_timing(key: str) -> bool:
-    """`eval_runtime`, `eval_samples_per_second`, `eval_<set>_steps_per_second`, ..."""
-    return key.startswith("eval_") and key.endswith(_EVAL_TIMING_SUFFIXES)
+    """`eval_runtime`, `eval_samples_per_second`, `eval_<set>_steps_per_second`, ...
+    (`trainer.log()` takes any dict: a key that is not a string is none of these)."""
+    return isinstance(key, str) and key.startswith("eval_") and key.endswith(_EVAL_TIMING_SUFFIXES)
 
 
 def is_eval_score(key: str) -> bool:
     """The guide's eval scores, plus the Trainer's `eval_<metric>` (but not `eval_loss`,
     which the loss chart takes, nor eval runtime and throughput)."""
+    if not isinstance(key, str):
+        return False
     if _DEFAULT_EVAL_SCORE(key):
         return True
     return key.startswith("eval_") and not key.endswith("_loss") and not is_eval_timing(key)

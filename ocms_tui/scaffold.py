@@ -12,13 +12,17 @@ No Textual here.
 
 from __future__ import annotations
 
+import ast
+import builtins
 import difflib
 import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+import tempfile
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from importlib.util import find_spec
 from pathlib import Path
 from typing import TextIO, TypeVar
@@ -28,7 +32,7 @@ import ocms_recorder
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ocms_tui.report import ExitCode, encodable, printable
-from ocms_tui.scan import ScanResult, chart_groups_source, scan_project
+from ocms_tui.scan import ScanResult, chart_groups_source, read_project_file, scan_project
 from ocms_tui.scan_sites import (
     ACCELERATOR,
     HF_TRAINER,
@@ -424,11 +428,11 @@ def loop_sites(sites: Sequence[Site]) -> list[Site]:
 
 def _read_module(path: Path) -> tuple[bytes, cst.Module] | str:
     """The file's bytes and libcst tree, or why it is not edited."""
+    before = _read_to_edit(path)
+    if isinstance(before, str):
+        return before
     try:
-        before = path.read_bytes()
         return before, cst.parse_module(before)
-    except OSError as error:
-        return f"not edited: {error.strerror}"
     except cst.ParserSyntaxError as error:
         return f"not edited: libcst cannot parse it ({error.message})"
 
@@ -463,11 +467,29 @@ def edit_script(
     else:
         for site in loop_sites(sites):
             line = _loop_call(site, output_dir_expr)
-            if line is not None:
-                after_lines.setdefault(site.line, []).extend(_statements(line + "\n"))
+            if line is None:
+                continue
+            # The call goes after the statement holding the site: a lambda's parameters
+            # or a comprehension's variables are not defined there.
+            undefined = _undefined_names(before, [site.line], line, also_defined={"ocms_log"})
+            if undefined:
+                return (
+                    f"not edited: the call added after line {site.line} would read "
+                    f"{', '.join(undefined)}, not defined there (the edited script would "
+                    "raise NameError)"
+                )
+            after_lines.setdefault(site.line, []).extend(_statements(line + "\n"))
         import_line = f"from {LOOP_MODULE} import ocms_log"
     if not after_lines and not call_lines:
         return "nothing to record here"
+    if output_dir_expr is not None:
+        lines = sorted({line for line, _ in call_lines}) or sorted(after_lines)
+        undefined = _undefined_names(before, lines, output_dir_expr)
+        if undefined:
+            return (
+                f"not edited: --output-dir-expr reads {', '.join(undefined)}, which the code "
+                f"at line {lines[0]} does not define (the edited script would raise NameError)"
+            )
     wanted = set(after_lines) | {line for line, _ in call_lines}
     editor = _ScriptEditor(
         after_lines, call_lines, _path_setup(module, project / file, project, import_line)
@@ -481,6 +503,75 @@ def edit_script(
     if missed:
         notes.extend(f"{file}:{line}: not edited (add the call by hand)" for line in missed)
     return before, edited.bytes
+
+
+def _undefined_names(
+    source: bytes, lines: Sequence[int], expression: str, also_defined: Collection[str] = ()
+) -> list[str]:
+    """The names `expression` reads that are not defined where it goes at any of `lines`:
+    not a builtin, a module-level name, or a parameter or local of an enclosing function
+    (`self.output_dir` in a plain function). Generous: any assignment anywhere in an
+    enclosing function counts. Empty when the source does not parse as Python here."""
+    try:
+        module = ast.parse(source)
+        wanted = {
+            node.id
+            for node in ast.walk(ast.parse(expression, mode="eval"))
+            if isinstance(node, ast.Name)
+        }
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    module_names = (
+        set(dir(builtins)) | set(also_defined) | _names_defined(module.body, nested=False)
+    )
+    undefined: set[str] = set()
+    for line in lines:
+        names = set(module_names)
+        for node in ast.walk(module):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+                node.lineno <= line <= (node.end_lineno or node.lineno)
+            ):
+                arguments = node.args
+                names |= {
+                    each.arg
+                    for each in [
+                        *arguments.posonlyargs,
+                        *arguments.args,
+                        *arguments.kwonlyargs,
+                        arguments.vararg,
+                        arguments.kwarg,
+                    ]
+                    if each is not None
+                }
+                names |= _names_defined(node.body, nested=True)
+        undefined |= wanted - names
+    return sorted(undefined)
+
+
+_OWN_SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _names_defined(body: Sequence[ast.stmt], nested: bool) -> set[str]:
+    """Names bound by `body`: assigned, imported, defined, loop and `with` targets; inside
+    nested functions and classes too when `nested` (a generous answer), else only theirs."""
+    names: set[str] = set()
+    pending: list[ast.AST] = list(body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            if not nested:
+                continue
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names |= set(node.names)
+        elif isinstance(node, _OWN_SCOPES):
+            continue  # their variables are theirs alone
+        pending.extend(ast.iter_child_nodes(node))
+    return names
 
 
 def _mmengine_config_edit(module: cst.Module, output_dir_expr: str | None) -> cst.Module | str:
@@ -565,6 +656,30 @@ def edit_config(project: Path, file: str, output_dir_expr: str | None) -> tuple[
 # ---------------------------------------------------------------------------------------
 
 
+def _read(path: Path) -> bytes | None:
+    """The bytes of a project file init may replace; None when there is none. Never
+    through a symlink, never a blocking read of a FIFO: OSError or ValueError instead."""
+    try:
+        return read_project_file(path)
+    except FileNotFoundError:
+        return None
+
+
+def _read_to_edit(path: Path) -> bytes | str:
+    """The bytes of a file scan found, or why it is not edited (it changed since)."""
+    try:
+        before = _read(path)
+    except (OSError, ValueError) as error:
+        return f"not edited: {_why_unreadable(path, error)}"
+    return "not edited: no longer there" if before is None else before
+
+
+def _why_unreadable(path: Path, error: OSError | ValueError) -> str:
+    if path.is_symlink():
+        return "a symbolic link"
+    return error.strerror or str(error) if isinstance(error, OSError) else str(error)
+
+
 def plan_init(project: Path, output_dir_expr: str | None = None) -> InitPlan:
     """Everything `init` would write, computed without writing anything."""
     result = scan_project(project)
@@ -581,11 +696,18 @@ def plan_init(project: Path, output_dir_expr: str | None = None) -> InitPlan:
     target = project / TARGET_DIR
     if target.is_symlink() or (target.exists() and not target.is_dir()):
         # Writing through a link would put the files (and their edits) somewhere else.
-        plan.refusal = f"{TARGET_DIR} is a symbolic link or not a directory"
+        plan.refusal = (
+            f"{TARGET_DIR} is a symbolic link or not a directory; "
+            "init writes only inside the project"
+        )
         return plan
     for name, content, source in copied_files(framework, groups):
         path = target / name
-        before = path.read_bytes() if path.is_file() else None
+        try:
+            before = _read(path)
+        except (OSError, ValueError) as error:
+            plan.notes.append(f"{TARGET_DIR}/{name}: {_why_unreadable(path, error)}; left as is")
+            continue
         if before is not None and before != content:
             plan.notes.append(f"{TARGET_DIR}/{name}: differs from what init writes; left as is")
             continue
@@ -597,9 +719,13 @@ def plan_init(project: Path, output_dir_expr: str | None = None) -> InitPlan:
         if framework == "mmengine":
             if not any(site.kind in (MM_CUSTOM_HOOKS, MM_DEFAULT_HOOKS) for site in sites):
                 continue
-            outcome = edit_config(project, file, output_dir_expr)
+            edit = partial(edit_config, project, file, output_dir_expr)
         else:
-            outcome = edit_script(project, file, sites, framework, output_dir_expr, plan.notes)
+            edit = partial(edit_script, project, file, sites, framework, output_dir_expr, plan.notes)
+        try:
+            outcome = edit()
+        except RecursionError:  # Python's parser takes nesting that libcst recurses over
+            outcome = "not edited: nested too deeply for libcst"
         if isinstance(outcome, str):
             plan.notes.append(f"{file}: {outcome}")
         else:
@@ -654,7 +780,16 @@ def uncommitted_changes(project: Path) -> list[str] | None:
         return None
     try:
         completed = subprocess.run(
-            [git, "-C", str(project), "status", "--porcelain", "--untracked-files=no", "."],
+            [
+                git,
+                "-C",
+                str(project),
+                *_no_project_commands(git, project),
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                ".",
+            ],
             capture_output=True,
             text=True,
             timeout=30,
@@ -666,16 +801,59 @@ def uncommitted_changes(project: Path) -> list[str] | None:
     return completed.stdout.splitlines()
 
 
+def _no_project_commands(git: str, project: Path) -> list[str]:
+    """`-c` options that keep `git status` from running commands the project's own git
+    config names (a downloaded project is not trusted): `core.fsmonitor`, run on every
+    status, and the clean/process filter drivers, run on files whose index stat is stale
+    (every file of a just-unpacked project). Reading the config runs nothing."""
+    options = ["-c", "core.fsmonitor=false"]
+    try:
+        listed = subprocess.run(
+            [
+                git,
+                "-C",
+                str(project),
+                "config",
+                "-z",
+                "--get-regexp",
+                r"^filter\..*\.(clean|process)$",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return options
+    for entry in listed.stdout.split("\0"):
+        key = entry.split("\n", 1)[0]
+        if key:
+            options += ["-c", f"{key}="]
+    return options
+
+
 def apply(plan: InitPlan) -> None:
-    """Write every pending change: each file replaced atomically, keeping its mode."""
+    """Write every pending change: each file replaced atomically, keeping its mode.
+    Nothing is written when a file changed since the plan read it (an edit is never lost)."""
+    for change in plan.pending:
+        try:
+            unchanged = _read(change.path) == change.before
+        except (OSError, ValueError):
+            unchanged = False
+        if not unchanged:
+            raise OSError(
+                0, "changed while init ran; nothing written, run init again", str(change.path)
+            )
     for change in plan.pending:
         change.path.parent.mkdir(parents=True, exist_ok=True)
         mode = change.path.stat().st_mode & 0o7777 if change.before is not None else 0o644
-        temp = change.path.with_name(f".{change.path.name}.ocms-init.tmp")
-        temp.unlink(missing_ok=True)  # a leftover; never written through if it is a link
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        # A fresh name made with O_EXCL: a fixed name could be a symlink the project
+        # already holds, and writing through it would replace a file outside the project.
+        descriptor, temp_name = tempfile.mkstemp(
+            prefix=f".{change.path.name}.", suffix=".ocms-init.tmp", dir=change.path.parent
+        )
+        temp = Path(temp_name)
         try:
-            with os.fdopen(os.open(temp, flags, mode), "wb") as handle:
+            with os.fdopen(descriptor, "wb") as handle:
                 handle.write(change.after)
             os.chmod(temp, mode)
             os.replace(temp, change.path)

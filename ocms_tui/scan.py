@@ -69,6 +69,7 @@ SKIPPED_DIRS = frozenset(
 MAX_FILE_BYTES = 2_000_000  # a training script is far smaller; a bigger .py is data
 MAX_FILES = 20_000  # bounds a scan of a mistaken root (a home directory)
 TEXT_ROWS = 20  # rows per list in the text output: read in ten seconds
+MAX_DEPTH = 64  # directories below the root; os.walk recurses per level (limit near 1000)
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,9 @@ def python_files(root: Path, skipped: list[tuple[str, str]]) -> Iterator[Path]:
         skipped.append((name or ".", error.strerror or str(error)))
 
     for directory, dir_names, file_names in os.walk(root, onerror=unreadable):
+        if dir_names and len(Path(directory).relative_to(root).parts) >= MAX_DEPTH:
+            skipped.append((relative_name(root, Path(directory)), "nested too deeply"))
+            dir_names.clear()  # os.walk recurses per level: a deeper tree would crash it
         dir_names[:] = sorted(
             name
             for name in dir_names
@@ -166,9 +170,10 @@ def relative_name(root: Path, path: Path) -> str:
     return path.relative_to(root).as_posix()
 
 
-def read_source(path: Path) -> str:
-    """The file's text, decoded as Python decodes source (PEP 263 cookie, else UTF-8).
-    Raises ValueError with the reason when it is not a readable source file."""
+def read_project_file(path: Path) -> bytes:
+    """The bytes of a regular file of the project, not through a symlink, at most
+    MAX_FILE_BYTES. Raises OSError (unreadable, a symlink: ELOOP) or ValueError (a FIFO,
+    a device, too large) instead of blocking or reading without end."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
     descriptor = os.open(path, flags)  # O_NONBLOCK: a FIFO named x.py must not block us
     with os.fdopen(descriptor, "rb") as handle:
@@ -180,6 +185,13 @@ def read_source(path: Path) -> str:
         data = handle.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
         raise ValueError(f"larger than {MAX_FILE_BYTES} bytes")
+    return data
+
+
+def read_source(path: Path) -> str:
+    """The file's text, decoded as Python decodes source (PEP 263 cookie, else UTF-8).
+    Raises ValueError with the reason when it is not a readable source file."""
+    data = read_project_file(path)
     if b"\x00" in data:
         raise ValueError("binary file (NUL bytes)")
     try:

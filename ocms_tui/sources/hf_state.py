@@ -98,6 +98,8 @@ def read_hf_state(path: Path) -> Source:
         document = json.loads(read_small_file(state_file, MAX_STATE_BYTES).decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as error:
         raise SourceError(f"{state_file}: not valid JSON ({error})") from None
+    except RecursionError:  # arrays or objects nested thousands deep: not a Trainer state
+        raise SourceError(f"{state_file}: JSON nested too deeply; not a Trainer state") from None
     log_history = document.get("log_history") if isinstance(document, dict) else None
     if not isinstance(log_history, list):
         raise SourceError(f"{state_file}: no log_history list; not a Trainer state")

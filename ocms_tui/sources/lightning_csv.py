@@ -7,7 +7,9 @@ from __future__ import annotations
 import csv
 import io
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 from ocms_tui.sources.common import (
     CappedProblems,
@@ -21,6 +23,10 @@ from ocms_tui.sources.common import (
 METRICS_CSV = "metrics.csv"
 STEP_COLUMN = "step"
 READ_CHUNK_BYTES = 1 << 20
+# A CSVLogger line holds one value per metric: a line longer than this is not one.
+MAX_LINE_CHARS = 1 << 20
+OVERLONG_LINE = "-\n"  # stands for a line over MAX_LINE_CHARS: fails as a row, reported
+_NEWLINES = ("\n", "\r")
 
 
 def find_metrics_csv(path: Path) -> Path | None:
@@ -45,20 +51,51 @@ def find_metrics_csv(path: Path) -> Path | None:
     return max(versions)[1] if versions else None
 
 
-def _lines(path: Path) -> tuple[list[str], bool]:
-    """The complete lines of the file (streamed in chunks) and whether a last line was
-    still being written (no newline yet)."""
-    fd = open_regular_file(path)
-    decoder = io.TextIOWrapper(
-        os.fdopen(fd, "rb", buffering=READ_CHUNK_BYTES),
+class _LineStream:
+    """The complete lines of an open file, read as they are used: memory holds one line of
+    at most MAX_LINE_CHARS, not the file. A longer line is read past and given as
+    OVERLONG_LINE, a row with no integer step that is reported and left out like any
+    other. `incomplete` once a last line without its newline (still being written) was met;
+    that line is not given."""
+
+    def __init__(self, handle: TextIO) -> None:
+        self._handle = handle
+        self.incomplete = False
+
+    def __iter__(self) -> Iterator[str]:
+        read = self._handle.readline
+        while line := read(MAX_LINE_CHARS + 1):
+            overlong = len(line) > MAX_LINE_CHARS
+            while overlong and line and not line.endswith(_NEWLINES):
+                line = read(MAX_LINE_CHARS + 1)
+            if not line or not line.endswith(_NEWLINES):
+                self.incomplete = True
+                return
+            yield OVERLONG_LINE if overlong else line
+
+
+def _open_text(path: Path) -> TextIO:
+    return io.TextIOWrapper(
+        os.fdopen(open_regular_file(path), "rb", buffering=READ_CHUNK_BYTES),
         encoding="utf-8",
         errors="replace",
         newline="",
     )
-    with decoder:
-        lines = decoder.readlines()
-    incomplete = bool(lines) and not lines[-1].endswith(("\n", "\r"))
-    return (lines[:-1] if incomplete else lines), incomplete
+
+
+_NO_ROW: list[str] = []  # next()'s default: the file has no line at all
+
+
+def _rows(reader: Iterator[list[str]]) -> Iterator[list[str] | None]:
+    """Each row of `reader`; None for a line the csv module refuses (a field beyond its
+    size limit), so that one hostile line costs that row, not the import."""
+    while True:
+        try:
+            yield next(reader)
+        except StopIteration:
+            return
+        except csv.Error:
+            yield None
 
 
 def read_lightning_csv(path: Path) -> Source:
@@ -66,13 +103,20 @@ def read_lightning_csv(path: Path) -> Source:
     csv_path = found if found is None or found.is_file() else found / METRICS_CSV
     if csv_path is None:
         raise SourceError(f"{path}: no Lightning {METRICS_CSV} (nor a version_N/ holding one)")
-    lines, incomplete = _lines(csv_path)
-    reader = csv.reader(lines)
-    header = next(reader, None)
-    if header is None:
-        if incomplete:  # the header itself is still being written
+    with _open_text(csv_path) as handle:
+        lines = _LineStream(handle)
+        return _read_rows(path, csv_path, lines, _rows(csv.reader(lines)))
+
+
+def _read_rows(
+    path: Path, csv_path: Path, lines: _LineStream, reader: Iterator[list[str] | None]
+) -> Source:
+    header = next(reader, _NO_ROW)
+    if header is _NO_ROW:
+        if lines.incomplete:  # the header itself is still being written
             return Source(SourceKind.LIGHTNING, path, [], incomplete_tail=True)
         raise SourceError(f"{csv_path}: empty; not a CSVLogger metrics.csv")
+    header = header or []
     if STEP_COLUMN not in header:
         raise SourceError(f"{csv_path}: no '{STEP_COLUMN}' column; not a CSVLogger metrics.csv")
     step_index = header.index(STEP_COLUMN)
@@ -88,9 +132,11 @@ def read_lightning_csv(path: Path) -> Source:
     builder = SeriesBuilder()
     bad_fields = CappedProblems(f"bad fields in {csv_path}")
     for line_number, fields in enumerate(reader, start=2):
-        if not fields:
-            continue
+        if fields == []:
+            continue  # a blank line
         try:
+            if fields is None:
+                raise ValueError("not readable as CSV")
             step = int(fields[step_index])
         except (ValueError, IndexError):
             bad_fields.add(f"{csv_path}:{line_number}: no integer step; row left out")
@@ -108,5 +154,5 @@ def read_lightning_csv(path: Path) -> Source:
     problems += bad_fields.lines()
     problems += builder.problems()
     return Source(
-        SourceKind.LIGHTNING, path, builder.series(), problems, incomplete_tail=incomplete
+        SourceKind.LIGHTNING, path, builder.series(), problems, incomplete_tail=lines.incomplete
     )

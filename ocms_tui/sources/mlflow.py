@@ -22,6 +22,9 @@ RUN_META = "meta.yaml"
 MAX_METRIC_FILE_BYTES = 512 << 20
 MAX_SEARCH_DEPTH = 2
 MAX_METRIC_FILES = 10_000
+# A key is a path below metrics/; deeper than this is a hostile tree (os.walk recurses once
+# per level and would hit Python's recursion limit near 1000), not a metric name.
+MAX_KEY_DEPTH = 64
 
 
 def is_run_directory(path: Path) -> bool:
@@ -52,11 +55,14 @@ def find_runs(path: Path) -> list[Path]:
     return found
 
 
-def _metric_files(metrics_dir: Path) -> list[tuple[str, Path]]:
+def _metric_files(metrics_dir: Path, problems: list[str]) -> list[tuple[str, Path]]:
     """(key, file) for every metric, keys with `/` from subdirectories, in key order."""
     found = []
     for root, directories, files in os.walk(metrics_dir):
         directories.sort()
+        if directories and len(Path(root).relative_to(metrics_dir).parts) >= MAX_KEY_DEPTH:
+            problems.append(f"{root}: directories nested over {MAX_KEY_DEPTH} deep; not read")
+            directories.clear()
         for name in sorted(files):
             file = Path(root, name)
             key = file.relative_to(metrics_dir).as_posix()
@@ -78,7 +84,7 @@ def read_mlflow_run(path: Path) -> Source:
     problems: list[str] = []
     bad_lines = CappedProblems("bad metric lines")
     incomplete = False
-    for key, file in _metric_files(run / METRICS_DIR):
+    for key, file in _metric_files(run / METRICS_DIR, problems):
         try:
             text = read_small_file(file, MAX_METRIC_FILE_BYTES).decode("utf-8", "replace")
         except SourceError as error:

@@ -24,6 +24,8 @@ from ocms_recorder import METRICS_JSON, RANK_ENV_VARS, OcmsRecorder, chart_file_
 from ocms_tui.sources.common import Series
 from ocms_tui.sources.fitting import Fit
 
+POINTS_PER_BLOCK = 1 << 16
+
 
 class WriteError(Exception):
     """The output could not be written; nothing was left behind."""
@@ -62,9 +64,7 @@ def merged_rows(series: list[Series]) -> Iterator[tuple[int, dict[str, float]]]:
     names = [each.name for each in series]
     current_step = -1
     row: dict[str, float] = {}
-    for step, key, value in zip(
-        steps[order].tolist(), keys[order].tolist(), values[order].tolist(), strict=True
-    ):
+    for step, key, value in _points_in_blocks(steps, keys, values, order):
         name = names[key]
         if step != current_step or name in row:
             if row:
@@ -74,6 +74,18 @@ def merged_rows(series: list[Series]) -> Iterator[tuple[int, dict[str, float]]]:
         row[name] = value
     if row:
         yield current_step, row
+
+
+def _points_in_blocks(
+    steps: np.ndarray, keys: np.ndarray, values: np.ndarray, order: np.ndarray
+) -> Iterator[tuple[int, int, float]]:
+    """(step, key, value) in `order`, turned into Python objects a block at a time: the
+    whole of a 100-million-point import as Python lists would take gigabytes."""
+    for start in range(0, len(order), POINTS_PER_BLOCK):
+        block = order[start : start + POINTS_PER_BLOCK]
+        yield from zip(
+            steps[block].tolist(), keys[block].tolist(), values[block].tolist(), strict=True
+        )
 
 
 @contextlib.contextmanager
@@ -165,9 +177,13 @@ def _read_back(
 def check_output_path(out: Path, sources: list[Path]) -> None:
     """Refuse an output that exists with files in it, or that lies inside a source (the
     source is never written)."""
-    if (out.exists() or out.is_symlink()) and (
-        not out.is_dir() or out.is_symlink() or any(out.iterdir())
-    ):
+    try:
+        occupied = (out.exists() or out.is_symlink()) and (
+            not out.is_dir() or out.is_symlink() or any(out.iterdir())
+        )
+    except OSError as error:  # a directory this user may not list
+        raise WriteError(f"cannot use {out}: {error.strerror or error}") from None
+    if occupied:
         raise WriteError(f"{out} already exists; give a new directory to --out")
     resolved = out.resolve()
     for source in sources:
