@@ -16,6 +16,10 @@ from ocms_recorder import resolve_metrics_dir
 from ocms_tui import __version__
 from ocms_tui.report import FORMATS, ExitCode
 
+# --serve's defaults: loopback only (reached from a laptop through an SSH tunnel).
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+
 
 def _size(text: str) -> tuple[int, int]:
     try:
@@ -70,14 +74,16 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument(
         "--serve",
         action="store_true",
-        help="serve the dashboard to a browser (textual-serve), on 127.0.0.1 unless --host",
+        help=f"serve the dashboard to a browser (textual-serve), on {DEFAULT_HOST} unless --host",
     )
-    parser.add_argument("--port", type=int, default=8000, metavar="N", help="--serve port")
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, metavar="N", help=f"--serve port ({DEFAULT_PORT})"
+    )
     parser.add_argument(
         "--host",
-        default="127.0.0.1",
+        default=DEFAULT_HOST,
         metavar="ADDR",
-        help="--serve address (default 127.0.0.1; any other is reachable from the network)",
+        help=f"--serve address (default {DEFAULT_HOST}; any other is reachable from the network)",
     )
     parser.add_argument(
         "--format", choices=FORMATS, default="text", help="--check output (default: text)"
@@ -150,9 +156,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _check(paths: list[Path], output_format: str, strict: bool) -> int:
     from ocms_tui.checker import check_directory
     from ocms_tui.report import combined_exit_code, render
-    from ocms_tui.runs import discover_runs
+    from ocms_tui.runs import find_runs
 
-    results = [check_directory(run.directory) for run in discover_runs(paths)]
+    results = [check_directory(directory) for directory in find_runs(paths)]
     sys.stdout.write(render(results, output_format, strict, sys.stdout))
     sys.stdout.flush()
     return combined_exit_code(results, strict)

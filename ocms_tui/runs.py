@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
@@ -23,15 +22,9 @@ MAX_DIRECTORIES_SEARCHED = 5_000
 SKIPPED_DIRECTORIES = frozenset(
     {"node_modules", "__pycache__", "site-packages", "venv", "wandb", "checkpoints"}
 )
-LIVE_SECONDS = 30.0
+LIVE_SECONDS = 30.0  # a run written this recently is live, else stale (status bar, run list)
 # The format has no end-of-run marker: a run this long quiet is taken as finished.
 FINISHED_SECONDS = 600.0
-
-
-@dataclass(frozen=True)
-class RunRef:
-    name: str  # the directory relative to the runs' common parent
-    directory: Path
 
 
 class RunStatus(str, Enum):
@@ -102,8 +95,9 @@ def _expand(path: Path) -> list[Path]:
     return find_metric_directories(path) or [path]
 
 
-def discover_runs(paths: Sequence[Path]) -> list[RunRef]:
-    """The runs named by `paths` (runs or parents of runs), each once, with short names."""
+def find_runs(paths: Sequence[Path]) -> list[Path]:
+    """The run directories named by `paths` (runs or parents of runs), each once, in order.
+    Unnamed: names depend on every run shown together (see `name_runs`)."""
     directories: list[Path] = []
     seen: set[Path] = set()
     for path in paths:
@@ -112,20 +106,22 @@ def discover_runs(paths: Sequence[Path]) -> list[RunRef]:
             if key not in seen:
                 seen.add(key)
                 directories.append(directory)
-    return name_runs(directories)
+    return directories
 
 
-def name_runs(directories: Iterable[Path]) -> list[RunRef]:
-    """Name each run by its path relative to the common parent of all of them."""
-    directories = list(directories)
+def name_runs(directories: Iterable[Path]) -> list[str]:
+    """A short name for each run: its path relative to the common parent of all of them,
+    without a last part every run shares (`run_1` says as much as `run_1/ocms_metrics`)."""
     absolute = [os.path.abspath(directory) for directory in directories]
     if len(absolute) == 1:
         only = Path(absolute[0])
         # `run_3/ocms_metrics` says more than `ocms_metrics`.
-        name = str(Path(only.parent.name) / only.name) if only.parent.name else only.name
-        return [RunRef(name, directories[0])]
-    common = os.path.commonpath(absolute)
-    return [
-        RunRef(os.path.relpath(path, common) if path != common else Path(path).name, directory)
-        for path, directory in zip(absolute, directories, strict=True)
+        return [str(Path(only.parent.name) / only.name) if only.parent.name else only.name]
+    common = os.path.commonpath(absolute) if absolute else ""
+    parts = [
+        Path(os.path.relpath(path, common) if path != common else Path(path).name).parts
+        for path in absolute
     ]
+    if len(parts) > 1 and all(len(p) > 1 and p[-1] == parts[0][-1] for p in parts):
+        parts = [p[:-1] for p in parts]
+    return [str(Path(*p)) for p in parts]

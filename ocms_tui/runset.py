@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ocms_tui.model import ChartData, RunModel
 from ocms_tui.problems import Problem
-from ocms_tui.runs import discover_runs, name_runs
+from ocms_tui.runs import find_runs, name_runs
 
 RESCAN_SECONDS = 3.0  # how often parents are searched again for new runs
 
@@ -64,7 +64,7 @@ class RunSet:
     def rescan(self) -> bool:
         """Search the paths again: add new runs, drop placeholders (a parent followed while
         it held no run yet) that a real run replaced; True when the list changed."""
-        found = [ref.directory for ref in discover_runs(self.paths)]
+        found = find_runs(self.paths)
         known = {_key(run.directory): run for run in self.runs}
         wanted = {_key(directory) for directory in found}
         kept = [
@@ -73,23 +73,18 @@ class RunSet:
         added = [directory for directory in found if _key(directory) not in known]
         if not added and len(kept) == len(self.runs):
             return False
-        runs = list(kept)
-        for directory in added:
-            runs.append(TrackedRun(str(directory), RunModel(directory), self._colors))
-            self._colors += 1
-        names = short_names([ref.name for ref in name_runs(run.directory for run in runs)])
-        for run, name in zip(runs, names, strict=True):
+        directories = [run.directory for run in kept] + added
+        runs: list[TrackedRun] = []
+        # Named here, once, among every run followed: a new run may change the others' names.
+        for directory, name in zip(directories, name_runs(directories), strict=True):
+            run = known.get(_key(directory))
+            if run is None:
+                run = TrackedRun(name, RunModel(directory), self._colors)
+                self._colors += 1
             run.name = name
+            runs.append(run)
         self.runs = tuple(runs)
         return True
-
-
-def short_names(names: Sequence[str]) -> list[str]:
-    """Several runs all named `*/ocms_metrics`: `run_1` says as much as `run_1/ocms_metrics`."""
-    parts = [Path(name).parts for name in names]
-    if len(parts) > 1 and all(len(p) > 1 and p[-1] == parts[0][-1] for p in parts):
-        return [str(Path(*p[:-1])) for p in parts]
-    return list(names)
 
 
 def overlay(runs: Iterable[TrackedRun]) -> tuple[OverlayChart, ...]:

@@ -12,6 +12,10 @@ import sys
 from importlib.util import find_spec
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # -m "not slow" leaves it out of the quick run; CI runs it
+
 BENCH = Path(__file__).resolve().parent.parent / "bench" / "run.py"
 FIGURE_ROWS = 16  # figures 1-11 of the benchmark issue; some have several rows
 HEADER = ("figure", "ours", "baseline", "ratio", "target", "met", "note")

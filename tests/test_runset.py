@@ -7,7 +7,7 @@ from pathlib import Path
 from app_support import append_rows, write_layout
 
 from ocms_tui.demo import write_demo_run, write_problem_run
-from ocms_tui.runset import RunSet, combined_problems, overlay, short_names
+from ocms_tui.runset import RunSet, combined_problems, overlay
 
 
 def small_run(directory: Path, charts: dict[str, list[str]]) -> None:
@@ -83,10 +83,3 @@ def test_problems_name_their_run_when_there_are_several(tmp_path: Path) -> None:
     problems = combined_problems(both.runs)
     assert len(problems) == len(alone.runs[0].model.problems) > 0
     assert all(problem.path.startswith("bad/") for problem in problems)
-
-
-def test_short_names_drop_only_a_suffix_every_run_shares() -> None:
-    assert short_names(["a/ocms_metrics", "b/ocms_metrics"]) == ["a", "b"]
-    assert short_names(["a/ocms_metrics", "b/metrics"]) == ["a/ocms_metrics", "b/metrics"]
-    assert short_names(["run_1/ocms_metrics"]) == ["run_1/ocms_metrics"]
-    assert short_names(["a", "a"]) == ["a", "a"]
