@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 import test_reliability_hostile as hostile
 from ocms_recorder import MAX_CHARTS, MAX_SERIES_PER_CHART
 
@@ -47,3 +48,17 @@ def test_the_hostile_caps_table_states_the_tests_caps() -> None:
     text = readme_text()
     for figure, cap in rows.items():
         assert f"| {figure} | {cap} | " in text, figure
+
+
+def test_ci_runs_the_slow_tests_and_the_quick_command_leaves_them_out(
+    pytestconfig: pytest.Config,
+) -> None:
+    """CI runs the README's test command: plain `python -m pytest`, with no marker deselected
+    by default; the development section's quick command deselects `slow` and `integration`."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    ci_command = text.split("<!-- test-command -->", 1)[1].split("```")[1]
+    assert ci_command.rstrip().endswith("&& python -m pytest")
+    assert "-m " not in " ".join(pytestconfig.getini("addopts"))
+    assert 'python -m pytest -m "not slow and not integration"' in text
+    registered = {line.split(":")[0] for line in pytestconfig.getini("markers")}
+    assert {"slow", "integration"} <= registered
