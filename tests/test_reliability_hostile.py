@@ -319,12 +319,28 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Built]
 class OpenedOutside(FileSystemEventHandler):
     """inotify on the directory outside: every file anyone opens there."""
 
-    def __init__(self) -> None:
+    BARRIER = ".barrier"
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
         self.opened: list[str] = []
+        self._barrier_seen = threading.Event()
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         if event.event_type == "opened" and not event.is_directory:
-            self.opened.append(os.fsdecode(event.src_path))
+            path = os.fsdecode(event.src_path)
+            if Path(path).name == self.BARRIER:
+                self._barrier_seen.set()
+            else:
+                self.opened.append(path)
+
+    def wait_for_earlier_events(self) -> None:
+        """Open a file here and wait until that is seen: inotify delivers in order, so every
+        open before it has been seen too."""
+        self._barrier_seen.clear()
+        (self.directory / self.BARRIER).touch()
+        (self.directory / self.BARRIER).read_bytes()
+        assert self._barrier_seen.wait(30), "inotify delivered nothing for 30 s"
 
 
 @pytest.fixture
@@ -333,7 +349,7 @@ def watch_outside() -> Iterator[Callable[[Path], OpenedOutside]]:
     observer.start()
 
     def watch(directory: Path) -> OpenedOutside:
-        handler = OpenedOutside()
+        handler = OpenedOutside(directory)
         observer.schedule(handler, str(directory))
         return handler
 
@@ -369,7 +385,7 @@ def test_the_checker_answers_within_its_caps(
     assert isinstance(result, CheckResult)
     CASES[name].expect(result)
     assert grown_mb < CHECK_MEMORY_MB, f"{grown_mb:.0f} MB"
-    time.sleep(0.2)  # let inotify deliver
+    opened.wait_for_earlier_events()
     assert opened.opened == [], "the checker opened a file outside the directory"
     print(f"\n{name}: check {seconds:.2f} s, +{grown_mb:.0f} MB peak RSS")
     measured_against_cap("--check time", name, seconds, CHECK_SECONDS, "s")
@@ -438,6 +454,7 @@ async def test_the_dashboard_answers_within_its_caps(
     for text in CASES[name].shows:
         assert text in screen, f"{text!r} not on the screen:\n{screen}"
     assert "\x1b" not in screen
+    opened.wait_for_earlier_events()
     assert opened.opened == [], "the dashboard opened a file outside the directory"
     print(f"\n{name}: dashboard loaded in {loaded:.2f} s, key {key:.2f} s, +{grown_mb:.0f} MB")
     measured_against_cap("dashboard load time", name, loaded, DASHBOARD_SECONDS, "s")
