@@ -33,6 +33,7 @@ from watchdog.observers import Observer
 
 from ocms_tui.app import OcmsApp
 from ocms_tui.checker import CheckResult, check_directory
+from ocms_tui.model import MAX_DIRECTORY_ENTRIES
 from ocms_tui.problems import Rule
 
 CHECK_SECONDS = 60.0
@@ -268,13 +269,13 @@ def expect_markup_names(result: CheckResult) -> None:
 def build_many_entries(directory: Path, outside: Path) -> None:
     write_layout(directory, {"loss": ["loss"]})
     (directory / "loss.csv").write_bytes(b"0,1.0\n")
-    for index in range(20_000):
+    for index in range(2 * MAX_DIRECTORY_ENTRIES):  # more than the model looks at
         (directory / f"stray{index}.csv").touch()
 
 
 def expect_many_entries(result: CheckResult) -> None:
     orphans = [p for p in result.problems if p.rule is Rule.ORPHAN_CSV]
-    assert 0 < len(orphans) <= 10_000 and len(result.problems) == len(orphans)
+    assert 0 < len(orphans) <= MAX_DIRECTORY_ENTRIES and len(result.problems) == len(orphans)
 
 
 CASES: dict[str, Case] = {
