@@ -25,9 +25,10 @@ from textual.widgets import Footer
 
 from ocms_tui.model import RunModel
 from ocms_tui.plotting import series_color
-from ocms_tui.runs import LIVE_SECONDS, run_status
+from ocms_tui.runs import run_status
 from ocms_tui.runset import OverlayChart, TrackedRun
 from ocms_tui.session import (
+    STALE_AFTER_SECONDS,
     FollowSession,
     PathArgument,
     SessionState,
@@ -112,7 +113,7 @@ class OcmsApp(App[int]):
         watch: bool = True,
         directory_label: str | None = None,
         clock: Callable[[], float] = time.time,
-        stale_after: float = LIVE_SECONDS,
+        stale_after: float = STALE_AFTER_SECONDS,
     ) -> None:
         super().__init__()
         path_list = [paths] if isinstance(paths, str | os.PathLike) else list(paths)

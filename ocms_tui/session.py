@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ocms_tui.problems import Problem
-from ocms_tui.runs import LIVE_SECONDS
 from ocms_tui.runset import RESCAN_SECONDS, OverlayChart, RunSet, TrackedRun, overlay
 from ocms_tui.runset import combined_problems as all_problems
 from ocms_tui.watch import DIRECTORY, Watcher, open_watcher
@@ -33,6 +32,7 @@ SAFETY_REFRESH_SECONDS = 5.0  # read everything even without events (missed even
 SETTLE_RETRY_SECONDS = 0.1  # rows wait for metrics.json to catch up: look again soon
 FIRST_LOAD_BUDGET = 1 << 20  # bytes per chart in the first read: charts appear at once
 LOAD_BUDGET = 16 << 20  # bytes per chart per later read while a large run loads
+STALE_AFTER_SECONDS = 30.0
 
 PathArgument = str | os.PathLike[str]
 
@@ -96,7 +96,7 @@ class FollowSession:
         directory_label: str = "",
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
-        stale_after: float = LIVE_SECONDS,
+        stale_after: float = STALE_AFTER_SECONDS,
     ) -> None:
         self.runset = RunSet(list(paths))
         self.publish = publish

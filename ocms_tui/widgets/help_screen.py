@@ -12,8 +12,6 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from ocms_tui.runs import LIVE_SECONDS
-
 KEYS: tuple[tuple[str, str], ...] = (
     ("q", "quit"),
     ("?", "this help (escape closes it)"),
@@ -37,7 +35,7 @@ ABOUT = (
     "Each chart shows its series as lines over the step, with the latest value, min and max "
     "of every series underneath. Large runs are drawn from at most four points per pixel "
     "column (M4), which draws exactly the picture of all points. The status bar says whether "
-    f"the run is live (written in the last {LIVE_SECONDS:g} s) or stale; the problems pane lists what "
+    "the run is live (written in the last 30 s) or stale; the problems pane lists what "
     "`ocms-tui --check` would report. With several runs, each chart overlays them: one "
     "colour per run, a line style per series (its marker in the legend), runs appearing "
     "under a parent directory join while the dashboard is open."
