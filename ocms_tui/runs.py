@@ -22,7 +22,7 @@ MAX_DIRECTORIES_SEARCHED = 5_000
 SKIPPED_DIRECTORIES = frozenset(
     {"node_modules", "__pycache__", "site-packages", "venv", "wandb", "checkpoints"}
 )
-LIVE_SECONDS = 30.0  # a run written this recently is live, else stale (status bar, run list)
+LIVE_SECONDS = 30.0
 # The format has no end-of-run marker: a run this long quiet is taken as finished.
 FINISHED_SECONDS = 600.0
 
