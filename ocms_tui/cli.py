@@ -16,10 +16,6 @@ from ocms_recorder import resolve_metrics_dir
 from ocms_tui import __version__
 from ocms_tui.report import FORMATS, ExitCode
 
-# --serve's defaults: loopback only (reached from a laptop through an SSH tunnel).
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8000
-
 
 def _size(text: str) -> tuple[int, int]:
     try:
@@ -74,16 +70,14 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument(
         "--serve",
         action="store_true",
-        help=f"serve the dashboard to a browser (textual-serve), on {DEFAULT_HOST} unless --host",
+        help="serve the dashboard to a browser (textual-serve), on 127.0.0.1 unless --host",
     )
-    parser.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, metavar="N", help=f"--serve port ({DEFAULT_PORT})"
-    )
+    parser.add_argument("--port", type=int, default=8000, metavar="N", help="--serve port")
     parser.add_argument(
         "--host",
-        default=DEFAULT_HOST,
+        default="127.0.0.1",
         metavar="ADDR",
-        help=f"--serve address (default {DEFAULT_HOST}; any other is reachable from the network)",
+        help="--serve address (default 127.0.0.1; any other is reachable from the network)",
     )
     parser.add_argument(
         "--format", choices=FORMATS, default="text", help="--check output (default: text)"

@@ -20,21 +20,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from ocms_tui.cli import DEFAULT_HOST, DEFAULT_PORT
 from ocms_tui.report import ExitCode
 
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
 INSTALL_HINT = "pip install 'ocms-tui[serve]'"
 
 # Why a bind failed, in words a user can act on; anything else is reported as-is.
 _BIND_ERRORS = {
     errno.EADDRINUSE: "port {port} on {host} is already in use; pick another with --port N",
-    errno.EADDRNOTAVAIL: (
-        f"{{host}} is not an address of this machine; the default is --host {DEFAULT_HOST}"
-    ),
-    errno.EACCES: (
-        f"no permission to listen on port {{port}}; ports below 1024 need root, "
-        f"try --port {DEFAULT_PORT}"
-    ),
+    errno.EADDRNOTAVAIL: "{host} is not an address of this machine; the default is --host 127.0.0.1",
+    errno.EACCES: "no permission to listen on port {port}; ports below 1024 need root, try --port 8000",
 }
 
 

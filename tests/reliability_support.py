@@ -349,8 +349,8 @@ class CapFigure:
     cases: int = 0
 
 
-# Filled by the tests that measure a cap, printed at the end of the run (tests/conftest.py):
-# the README quotes the caps with these figures beside them.
+# Filled by the tests that measure a cap, printed when their module is done: the README
+# quotes the caps with these figures beside them.
 MEASURED_AGAINST_CAPS: dict[str, CapFigure] = {}
 
 

@@ -2,8 +2,8 @@
 and memory cap, never block on a FIFO or a device, never open a file outside the
 directory, and show names from files literally.
 
-Caps (measured on 2 shared cores, then given head-room for a loaded CI machine; the run
-prints the worst figure of each beside its cap at its end, the README quotes them):
+Caps (measured on 2 shared cores, then given head-room for a loaded CI machine; this module
+prints the worst figure of each beside its cap when it is done, the README quotes them):
 - check_directory: CHECK_SECONDS per case and CHECK_MEMORY_MB of peak RSS above the RSS
   before it;
 - the dashboard: DASHBOARD_SECONDS until everything is read and shown, KEY_SECONDS for a
@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 from app_support import screen_text
 from ocms_recorder import MAX_SERIES_PER_CHART
-from reliability_support import measured_against_cap, peak_rss_kib, reset_peak_rss
+from reliability_support import cap_report, measured_against_cap, peak_rss_kib, reset_peak_rss
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
@@ -357,6 +357,23 @@ def watch_outside() -> Iterator[Callable[[Path], OpenedOutside]]:
     yield watch
     observer.stop()
     observer.join()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def print_figures_against_caps(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After the module: the worst figure of each cap, on the terminal even when output is
+    captured (CI's log shows them; the README quotes them)."""
+    yield
+    plugins = request.config.pluginmanager
+    reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
+    lines = cap_report()
+    if reporter is None or capture is None or not lines:
+        return
+    with capture.global_and_fixture_disabled():
+        reporter.ensure_newline()
+        reporter.write_sep("-", "measured against the caps (README, Reliability)")
+        for line in lines:
+            reporter.write_line(line)
 
 
 def within(seconds: float, work: Callable[[], object]) -> tuple[object, float]:
