@@ -370,7 +370,7 @@ def print_figures_against_caps(request: pytest.FixtureRequest) -> Iterator[None]
     if reporter is None or capture is None or not lines:
         return
     with capture.global_and_fixture_disabled():
-        reporter.ensure_newline()
+        reporter.write("\n")  # off the line of progress dots
         reporter.write_sep("-", "measured against the caps (README, Reliability)")
         for line in lines:
             reporter.write_line(line)
