@@ -475,7 +475,7 @@ def run_dashboard(paths: PathArgument | Sequence[PathArgument], poll: float | No
 def save_snapshot(
     paths: PathArgument | Sequence[PathArgument],
     out_path: str | os.PathLike[str],
-    size: tuple[int, int] = (160, 48),
+    size: tuple[int, int],  # the default is the command line's (--size)
     **options: object,
 ) -> None:
     """Render the dashboard on `paths` once, fully loaded, to an SVG file.

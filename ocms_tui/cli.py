@@ -310,19 +310,17 @@ def _output_problem(out_path: Path) -> str | None:
 def _snapshot(paths: list[Path], out_path: Path, size: tuple[int, int]) -> int:
     """Render once to an SVG; a usage error when there is nothing to render or nowhere to
     write it, both checked before the dashboard starts."""
-    from ocms_tui.runs import discover_runs
+    from ocms_tui.runs import find_runs
 
     output_problem = _output_problem(out_path)
     if output_problem is not None:
         return _fail(f"--snapshot: {output_problem}")
     nothing_there = []
-    for run in discover_runs(paths):
-        problem = directory_problem(run.directory)
-        if problem is None and os.path.lexists(run.directory / METRICS_JSON):
+    for directory in find_runs(paths):
+        problem = directory_problem(directory)
+        if problem is None and os.path.lexists(directory / METRICS_JSON):
             break  # a run to show (its problems, if any, are part of the picture)
-        nothing_there.append(
-            problem.message if problem else f"no {METRICS_JSON} in {run.directory}"
-        )
+        nothing_there.append(problem.message if problem else f"no {METRICS_JSON} in {directory}")
     else:
         return _fail("nothing to snapshot: " + "; ".join(nothing_there))
 
@@ -339,9 +337,9 @@ def _snapshot(paths: list[Path], out_path: Path, size: tuple[int, int]) -> int:
 def _check(paths: list[Path], output_format: str, strict: bool) -> int:
     from ocms_tui.checker import check_directory
     from ocms_tui.report import combined_exit_code, render
-    from ocms_tui.runs import discover_runs
+    from ocms_tui.runs import find_runs
 
-    results = [check_directory(run.directory) for run in discover_runs(paths)]
+    results = [check_directory(directory) for directory in find_runs(paths)]
     sys.stdout.write(render(results, output_format, strict, sys.stdout))
     sys.stdout.flush()
     return combined_exit_code(results, strict)

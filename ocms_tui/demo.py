@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from ocms_recorder import OcmsRecorder
+from ocms_recorder import DEFAULT_SUBDIR, OcmsRecorder
 
 DEFAULT_STEPS = 1000
 
@@ -178,7 +178,7 @@ def run_demo(poll: float | None = None) -> int:
     from ocms_tui.app import run_dashboard  # Textual is imported here only
 
     with tempfile.TemporaryDirectory(prefix="ocms-demo-") as temporary:
-        directory = Path(temporary) / "ocms_metrics"
+        directory = Path(temporary) / DEFAULT_SUBDIR
         with DemoTraining(directory, backfill=300):
             return run_dashboard(directory, poll=poll)
 

@@ -9,11 +9,10 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from ocms_recorder import METRICS_JSON
+from ocms_recorder import DEFAULT_SUBDIR, METRICS_JSON
 
 from ocms_tui.model import RunModel
 
@@ -26,12 +25,6 @@ SKIPPED_DIRECTORIES = frozenset(
 LIVE_SECONDS = 30.0
 # The format has no end-of-run marker: a run this long quiet is taken as finished.
 FINISHED_SECONDS = 600.0
-
-
-@dataclass(frozen=True)
-class RunRef:
-    name: str  # the directory relative to the runs' common parent
-    directory: Path
 
 
 class RunStatus(str, Enum):
@@ -123,8 +116,9 @@ def _expand(path: Path) -> list[Path]:
     return find_metric_directories(path) or [path]
 
 
-def discover_runs(paths: Sequence[Path]) -> list[RunRef]:
-    """The runs named by `paths` (runs or parents of runs), each once, with short names."""
+def find_runs(paths: Sequence[Path]) -> list[Path]:
+    """The run directories named by `paths` (runs or parents of runs), each once, in order.
+    Unnamed: names depend on every run shown together (see `name_runs`)."""
     directories: list[Path] = []
     seen: set[Path] = set()
     for path in paths:
@@ -133,20 +127,73 @@ def discover_runs(paths: Sequence[Path]) -> list[RunRef]:
             if key not in seen:
                 seen.add(key)
                 directories.append(directory)
-    return name_runs(directories)
+    return directories
 
 
-def name_runs(directories: Iterable[Path]) -> list[RunRef]:
-    """Name each run by its path relative to the common parent of all of them."""
-    directories = list(directories)
+def name_runs(directories: Iterable[Path]) -> list[str]:
+    """A short name for each run: its path relative to the common parent of all of them,
+    without a last part every run shares (`run_1` says as much as `run_1/ocms_metrics`)."""
     absolute = [os.path.abspath(directory) for directory in directories]
     if len(absolute) == 1:
         only = Path(absolute[0])
         # `run_3/ocms_metrics` says more than `ocms_metrics`.
-        name = str(Path(only.parent.name) / only.name) if only.parent.name else only.name
-        return [RunRef(name, directories[0])]
-    common = os.path.commonpath(absolute)
-    return [
-        RunRef(os.path.relpath(path, common) if path != common else Path(path).name, directory)
-        for path, directory in zip(absolute, directories, strict=True)
+        return [str(Path(only.parent.name) / only.name) if only.parent.name else only.name]
+    common = os.path.commonpath(absolute) if absolute else ""
+    parts = [
+        Path(os.path.relpath(path, common) if path != common else Path(path).name).parts
+        for path in absolute
     ]
+    if len(parts) > 1 and all(len(p) > 1 and p[-1] == parts[0][-1] for p in parts):
+        parts = [p[:-1] for p in parts]
+    return short_names([str(Path(*p)) for p in parts])
+
+
+# Separators of words inside one directory name ("-" and "." are not: 1e-4, 0.5).
+_WORD_SEPARATORS = "_ "
+MIN_SHARED_WORDS = 5  # characters: a shorter shared part ("lr_", "run_") is kept, it reads better
+SHORT_ENOUGH = 12  # names this short are left whole: `run_1` reads better than `1`
+
+
+def short_names(names: Sequence[str]) -> list[str]:
+    """What tells the runs apart: the path components every run shares at either end go,
+    and a trailing `ocms_metrics` (the recorder's default, which says nothing), then - for
+    long names - the words (split at `_`) every name shares at either end.
+    `sweep/lr_1e-4_seed0_bs512/ocms_metrics` and `sweep/lr_3e-4_seed0_bs512/ocms_metrics`
+    become `lr_1e-4` and `lr_3e-4`. Names that would become empty or equal stay whole."""
+    if len(names) < 2 or len(set(names)) < len(names):
+        return list(names)
+    parts = [Path(name).parts for name in names]
+    parts = [p[:-1] if len(p) > 1 and p[-1] == DEFAULT_SUBDIR else p for p in parts]
+    while all(len(p) > 1 for p in parts) and len({p[0] for p in parts}) == 1:
+        parts = [p[1:] for p in parts]
+    while all(len(p) > 1 for p in parts) and len({p[-1] for p in parts}) == 1:
+        parts = [p[:-1] for p in parts]
+    shortened = [str(Path(*p)) for p in parts]
+    if len(set(shortened)) < len(shortened):
+        return list(names)
+    return _strip_shared_words(shortened)
+
+
+def _strip_shared_words(names: list[str]) -> list[str]:
+    if max(map(len, names)) <= SHORT_ENOUGH:
+        return names
+    prefix = _common_start(names)
+    suffix = _common_start([name[::-1] for name in names])[::-1]
+    # Cut only just after (before) a separator, so no word is split.
+    head = max((i + 1 for i, c in enumerate(prefix) if c in _WORD_SEPARATORS), default=0)
+    tail = max((i + 1 for i, c in enumerate(reversed(suffix)) if c in _WORD_SEPARATORS), default=0)
+    head = head if head >= MIN_SHARED_WORDS else 0
+    tail = tail if tail >= MIN_SHARED_WORDS else 0
+    stripped = [name[head : len(name) - tail] for name in names]
+    if any(not name for name in stripped) or len(set(stripped)) < len(stripped):
+        return names
+    return stripped
+
+
+def _common_start(texts: list[str]) -> str:
+    """The characters every text starts with."""
+    first, last = min(texts), max(texts)
+    length = next(
+        (i for i, (a, b) in enumerate(zip(first, last, strict=False)) if a != b), len(first)
+    )
+    return first[:length]

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ocms_recorder import (
+    DEFAULT_SUBDIR,
     METRICS_ENV,
     OcmsRecorder,
     chart_file_name,
@@ -91,7 +92,7 @@ def _ocms_version(module: object) -> str:
 
 def _self_test() -> bool:
     with tempfile.TemporaryDirectory(prefix="ocms-verify-") as temporary:
-        log_dir = os.path.join(temporary, "ocms_metrics")
+        log_dir = os.path.join(temporary, DEFAULT_SUBDIR)
         recorder = OcmsRecorder(log_dir=log_dir, mirror_to_ocms=False)
         if not recorder.active:
             print(

@@ -353,6 +353,38 @@ def peak_rss_kib() -> int:
     raise OSError("no VmHWM in /proc/self/status")
 
 
+@dataclass
+class CapFigure:
+    """The worst value a figure reached over every case measured against its cap."""
+
+    cap: float
+    unit: str
+    worst: float = 0.0
+    worst_case: str = ""
+    cases: int = 0
+
+
+# Filled by the tests that measure a cap, printed when their module is done: the README
+# quotes the caps with these figures beside them.
+MEASURED_AGAINST_CAPS: dict[str, CapFigure] = {}
+
+
+def measured_against_cap(figure: str, case: str, value: float, cap: float, unit: str) -> None:
+    entry = MEASURED_AGAINST_CAPS.setdefault(figure, CapFigure(cap, unit))
+    assert (entry.cap, entry.unit) == (cap, unit), f"{figure}: one cap per figure"
+    entry.cases += 1
+    if value >= entry.worst:
+        entry.worst, entry.worst_case = value, case
+
+
+def cap_report() -> list[str]:
+    return [
+        f"{figure}: at most {entry.worst:.2f} {entry.unit} ({entry.worst_case}, "
+        f"{entry.cases} cases); cap {entry.cap:g} {entry.unit}"
+        for figure, entry in MEASURED_AGAINST_CAPS.items()
+    ]
+
+
 def reset_peak_rss() -> int:
     """Reset the peak-RSS mark to the current RSS (writing 5 to clear_refs); returns it."""
     with open("/proc/self/clear_refs", "w", encoding="ascii") as clear_refs:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from app_support import append_rows, screen_text, wait_for, wait_for_text
@@ -118,8 +119,16 @@ async def test_pause_freezes_the_screen_until_resumed(tmp_path: Path) -> None:
         await wait_for_text(pilot, "step 1 · 2 rows")
         await pilot.press("space")
         await wait_for_text(pilot, "⏸ paused")
+        assert app.state is not None
+        serial = app.state.serial
+        (watcher,) = app.session.watchers.values()
+        watcher.take()  # forget older marks: the next one is this write's
         append_rows(tmp_path / "loss.csv", ["2,0.25"])
-        await pilot.pause(1.5)
+        assert await asyncio.to_thread(watcher.dirty.wait, 10), "the write was not seen"
+        app.session.step()  # the read this write asks for, done now: paused, it reads nothing
+        await pilot.pause()
+        assert app.state.serial == serial  # no state was published
+        assert app.session.runs[0].model.total_rows == 2
         assert "step 1 · 2 rows" in screen_text(app)
         await pilot.press("space")
         await wait_for_text(pilot, "step 2 · 3 rows", "● live")

@@ -13,6 +13,10 @@ import sys
 from importlib.util import find_spec
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # -m "not slow" leaves it out of the quick run; CI runs it
+
 BENCH = Path(__file__).resolve().parent.parent / "bench" / "run.py"
 # Figures 1-11 of the benchmark issue (17 rows), the import group (4) and the screen rows of
 # issue 19.

@@ -26,19 +26,17 @@ else:  # pytest depends on tomli before 3.11
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDER = ROOT / "recorder" / "ocms_recorder.py"
-# The UI, and the entry points that start it: everything else in ocms_tui is the core.
+# The UI, and the entry points that start it (the contracts name these): everything else in
+# ocms_tui is the core.
 USER_INTERFACE = frozenset({"ocms_tui.app", "ocms_tui.widgets"})
 ENTRY_POINTS = frozenset({"ocms_tui.__main__", "ocms_tui.cli", "ocms_tui.demo", "ocms_tui.serve"})
 UI_PACKAGES = ("textual", "textual_plotext", "textual_serve", "rich")
 PYTHON_IMPORTTIME = (sys.executable, "-X", "importtime", "-m", "ocms_tui")
-CORE_CONTRACT = (
-    "The core (reading, checking, downsampling, session, plotting) knows no Textual or UI"
-)
 
 
-def source_env() -> dict[str, str]:
-    """This tree first on the path, whichever copy of the project the venv has installed."""
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "recorder")])}
+def source_env(tree: Path = ROOT) -> dict[str, str]:
+    """`tree` first on the path, whichever copy of the project the venv has installed."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), str(tree / "recorder")])}
 
 
 def importlinter_config() -> dict[str, object]:
@@ -55,39 +53,59 @@ def is_user_interface(name: str) -> bool:
     return any(name == ui or name.startswith(f"{ui}.") for ui in USER_INTERFACE)
 
 
-def test_lint_imports_keeps_every_contract() -> None:
-    lint_imports = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
-    lint_imports = lint_imports or shutil.which("lint-imports")
-    assert lint_imports, "import-linter is in the test extra: pip install -e '.[test]'"
-    result = subprocess.run(
-        [lint_imports, "--no-cache"],
-        cwd=ROOT,
-        env=source_env(),
+def lint_imports(tree: Path) -> subprocess.CompletedProcess[str]:
+    """`lint-imports` on the project in `tree`, with that tree's packages on the path."""
+    command = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
+    command = command or shutil.which("lint-imports")
+    assert command, "import-linter is in the test extra: pip install -e '.[test]'"
+    return subprocess.run(
+        [command, "--no-cache"],
+        cwd=tree,
+        env=source_env(tree),
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def test_lint_imports_keeps_every_contract() -> None:
+    result = lint_imports(ROOT)
     contracts = importlinter_config()["contracts"]
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"Contracts: {len(contracts)} kept, 0 broken." in result.stdout, result.stdout
 
 
-def test_the_core_contract_names_every_core_module() -> None:
-    (core,) = (c for c in importlinter_config()["contracts"] if c["name"] == CORE_CONTRACT)
-    core_modules = {
-        name
-        for name in ocms_tui_modules()
-        if not is_user_interface(name) and name not in ENTRY_POINTS
-    }
-    assert set(core["source_modules"]) == core_modules, (
-        "a new module is core unless it is UI or an entry point: add it to the contract"
+def test_the_contracts_name_modules_that_exist() -> None:
+    """The contracts list only the UI and the entry points (the core is everything else):
+    a renamed module must not leave a contract guarding nothing."""
+    packages = ocms_tui_modules() | {"ocms_tui"}
+    named: set[str] = set()
+    for contract in importlinter_config()["contracts"]:
+        for key in ("protected_modules", "allowed_importers", "forbidden_modules"):
+            named |= {name for name in contract.get(key, ()) if name.startswith("ocms_tui")}
+    assert named == USER_INTERFACE | ENTRY_POINTS | {"ocms_tui"}
+    assert named <= packages
+
+
+def test_a_new_core_module_that_reaches_the_ui_breaks_a_contract(tmp_path: Path) -> None:
+    """Hostile: a module nobody listed, importing the UI lazily and Rich in a subpackage."""
+    for name in ("ocms_tui", "ocms_integrations", "recorder"):
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    (tmp_path / "ocms_tui" / "brand_new.py").write_text(
+        "def draw():\n    from ocms_tui.widgets.chart_grid import ChartGrid\n    return ChartGrid\n"
     )
-    reachable_entry_points = ENTRY_POINTS - {"ocms_tui.__main__"}  # nothing imports it
-    assert set(core["forbidden_modules"]) >= {
-        *UI_PACKAGES,
-        *USER_INTERFACE,
-        *reachable_entry_points,
-    }
+    (tmp_path / "ocms_integrations" / "brand_new.py").write_text("import ocms_tui.runs\n")
+    (tmp_path / "ocms_tui" / "reader_extra.py").write_text("import rich\n")
+    result = lint_imports(tmp_path)
+    assert result.returncode == 1, result.stdout
+    for illegal in (
+        "ocms_tui.brand_new -> ocms_tui.widgets.chart_grid",
+        "ocms_tui.reader_extra -> rich",
+        "ocms_integrations.brand_new -> ocms_tui.runs",
+    ):
+        assert illegal in result.stdout, result.stdout
+    assert "Contracts: 2 kept, 3 broken." in result.stdout, result.stdout
 
 
 def test_importing_everything_but_the_ui_loads_no_textual_or_rich() -> None:

@@ -22,6 +22,7 @@ def _random_points(rng: random.Random) -> tuple[list[int], list[int]]:
     )
 
 
+@pytest.mark.slow  # plotext's own code on 150 random lines: about 5 s
 def test_lines_and_dot_groups_match_plotext_on_random_points() -> None:
     rng = random.Random(7)
     for _ in range(150):

@@ -35,6 +35,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+pytestmark = pytest.mark.slow  # -m "not slow" leaves it out of the quick run; CI runs it
+
 PLAN_STEPS = 60_000
 READER_KINDS = ("dashboard", "dashboard", "check")
 # The events a reader may cause: reading, never writing (watchdog's names for inotify's).

@@ -26,6 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
 from reliability_support import (
     TrainingPlan,
     assert_rows_match_plan,
@@ -228,6 +229,7 @@ def test_a_resumed_recorder_removes_the_temp_files_a_killed_one_left(tmp_path: P
     assert check_directory(tmp_path).problems == ()
 
 
+@pytest.mark.slow
 def test_kill_minus_nine_at_random_moments_never_corrupts_the_directory(tmp_path: Path) -> None:
     tally = run_trials(tmp_path, TRIALS, seed=6)
     print(f"\ncrash trials: {TRIALS}, kills by mode {dict(tally.kill_modes)}")

@@ -16,11 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pytest
 from reliability_support import TrainingPlan, assert_exact_prefix, expected_arrays, start_writer
 
 from ocms_tui.checker import check_directory
 from ocms_tui.model import RunModel
 from ocms_tui.problems import Rule
+
+pytestmark = pytest.mark.slow  # -m "not slow" leaves it out of the quick run; CI runs it
 
 LONG = os.environ.get("OCMS_SOAK") == "1"
 STEPS = 2_000_000 if LONG else 200_000

@@ -12,8 +12,8 @@ from ocms_tui.cli import main
 from ocms_tui.model import RunModel
 from ocms_tui.runs import (
     RunStatus,
-    discover_runs,
     find_metric_directories,
+    find_runs,
     name_runs,
     run_status,
 )
@@ -31,13 +31,9 @@ def test_finds_every_run_under_a_parent_and_names_them_relative(tmp_path: Path) 
     (tmp_path / ".hidden" / "x").mkdir(parents=True)
     shutil.copytree(DATA / "clean", tmp_path / ".hidden" / "x" / "ocms_metrics")
     shutil.copytree(DATA / "clean", tmp_path / "node_modules" / "ocms_metrics")
-    runs = discover_runs([tmp_path])
-    assert [run.name for run in runs] == [
-        "deep/a/run_3/ocms_metrics",
-        "run_1/ocms_metrics",
-        "run_2/ocms_metrics",
-    ]
-    assert all((run.directory / "metrics.json").exists() for run in runs)
+    runs = find_runs([tmp_path])
+    assert name_runs(runs) == ["deep/a/run_3", "run_1", "run_2"]
+    assert all((directory / "metrics.json").exists() for directory in runs)
 
 
 def test_search_depth_and_size_are_bounded(tmp_path: Path) -> None:
@@ -53,26 +49,33 @@ def test_search_depth_and_size_are_bounded(tmp_path: Path) -> None:
 def test_symlinked_directories_are_not_entered(tmp_path: Path) -> None:
     shutil.copytree(DATA / "clean", tmp_path / "real" / "ocms_metrics")
     (tmp_path / "real" / "loop").symlink_to(tmp_path, target_is_directory=True)
-    assert [run.name for run in discover_runs([tmp_path])] == ["real/ocms_metrics"]
+    assert find_runs([tmp_path]) == [tmp_path / "real" / "ocms_metrics"]
 
 
 def test_a_run_directory_or_a_missing_one_is_taken_as_it_is(tmp_path: Path) -> None:
     shutil.copytree(DATA / "clean", tmp_path / "run_1" / "ocms_metrics")
-    single = discover_runs([tmp_path / "run_1" / "ocms_metrics"])
-    assert [run.name for run in single] == ["run_1/ocms_metrics"]
-    missing = discover_runs([tmp_path / "later" / "ocms_metrics"])
-    assert [run.directory for run in missing] == [tmp_path / "later" / "ocms_metrics"]
+    single = find_runs([tmp_path / "run_1" / "ocms_metrics"])
+    assert name_runs(single) == ["run_1/ocms_metrics"]
+    missing = find_runs([tmp_path / "later" / "ocms_metrics"])
+    assert missing == [tmp_path / "later" / "ocms_metrics"]
 
 
 def test_the_same_run_named_twice_is_one_run(tmp_path: Path) -> None:
     shutil.copytree(DATA / "clean", tmp_path / "r" / "ocms_metrics")
-    runs = discover_runs([tmp_path, tmp_path / "r" / "ocms_metrics"])
-    assert len(runs) == 1
+    assert find_runs([tmp_path, tmp_path / "r" / "ocms_metrics"]) == [
+        tmp_path / "r" / "ocms_metrics"
+    ]
 
 
-def test_names_of_explicit_directories() -> None:
-    refs = name_runs([Path("/x/out/a/ocms_metrics"), Path("/x/out/b/ocms_metrics")])
-    assert [ref.name for ref in refs] == ["a/ocms_metrics", "b/ocms_metrics"]
+def test_names_are_relative_to_the_common_parent_without_a_shared_last_part() -> None:
+    assert name_runs([Path("/x/out/a/ocms_metrics"), Path("/x/out/b/ocms_metrics")]) == ["a", "b"]
+    assert name_runs([Path("/x/a/ocms_metrics"), Path("/x/b/metrics")]) == [
+        "a/ocms_metrics",
+        "b/metrics",
+    ]
+    assert name_runs([Path("/x/run_1/ocms_metrics")]) == ["run_1/ocms_metrics"]
+    assert name_runs([Path("/x/a"), Path("/y/a")]) == ["x", "y"]
+    assert name_runs([Path("/x"), Path("/x/y")]) == ["x", "y"]
 
 
 def test_status_follows_the_last_write(tmp_path: Path) -> None:

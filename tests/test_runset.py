@@ -7,7 +7,8 @@ from pathlib import Path
 from app_support import append_rows, write_layout
 
 from ocms_tui.demo import write_demo_run, write_problem_run
-from ocms_tui.runset import RunSet, combined_problems, overlay, short_names
+from ocms_tui.runs import short_names
+from ocms_tui.runset import RunSet, combined_problems, overlay
 
 
 def small_run(directory: Path, charts: dict[str, list[str]]) -> None:
@@ -106,3 +107,5 @@ def test_short_names_keep_what_tells_the_runs_apart() -> None:
     assert short_names(["x/a_long_name", "y/a_long_name"]) == ["x", "y"]
     assert short_names(["run_1/ocms_metrics"]) == ["run_1/ocms_metrics"]
     assert short_names(["a", "a"]) == ["a", "a"]
+
+

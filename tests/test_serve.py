@@ -225,6 +225,7 @@ def test_port_in_use_is_a_usage_error_without_traceback(tmp_path: Path) -> None:
     assert "http://" not in result.stdout  # no URL printed for a server that never ran
 
 
+@pytest.mark.slow  # a server process and its dashboards
 def test_page_loads_and_points_its_websocket_at_the_server(served: Served) -> None:
     import urllib.request
 
@@ -237,6 +238,7 @@ def test_page_loads_and_points_its_websocket_at_the_server(served: Served) -> No
         assert len(response.read()) > 10_000
 
 
+@pytest.mark.slow  # a server process and its dashboards
 async def test_websocket_session_renders_every_chart(served: Served) -> None:
     """What a browser session receives, replayed through a terminal emulator."""
     columns, rows = 160, 48
@@ -272,6 +274,7 @@ async def read_until_closed(websocket: aiohttp.ClientWebSocketResponse) -> None:
             return
 
 
+@pytest.mark.slow  # a server process and its dashboards
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process groups from /proc")
 async def test_sigterm_with_a_browser_connected_stops_promptly_with_its_dashboards(
     served: Served,
@@ -396,6 +399,7 @@ async def chromium_page() -> AsyncIterator[DevTools]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
+@pytest.mark.slow  # a server process and its dashboards
 async def test_chromium_shows_every_chart_name(served: Served, chromium_page: DevTools) -> None:
     await chromium_page.call("Page.enable")
     await chromium_page.call("Page.addScriptToEvaluateOnNewDocument", source=CATCH_TERMINAL_JS)

@@ -1,8 +1,11 @@
 """FollowSession without Textual, without its thread and without sleeps: `step()` is called
-by hand and the clock is moved by hand, so timing and pause are exact."""
+by hand and the clock is moved by hand, so timing and pause are exact. The last test runs
+the real thread on real inotify events, to count its wake-ups."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -173,3 +176,42 @@ def test_the_watchers_changed_files_decide_what_is_read(tmp_path: Path) -> None:
         assert rows_of(states[-1]) == {"loss": 5, "lr": 6}
     finally:
         session.stop()
+
+
+def test_a_burst_of_real_writes_wakes_the_thread_a_few_times_and_reads_only_that_file(
+    tmp_path: Path,
+) -> None:
+    """The real thread on real inotify events: thousands of writes, a few reads."""
+    start_run(tmp_path)
+    states: list[SessionState] = []
+    published = threading.Condition()
+
+    def publish(state: SessionState) -> None:
+        with published:
+            states.append(state)
+            published.notify_all()
+
+    def wait_for(done: Callable[[SessionState], bool]) -> SessionState:
+        with published:
+            assert published.wait_for(lambda: bool(states) and done(states[-1]), timeout=30)
+            return states[-1]
+
+    session = FollowSession([tmp_path], publish)
+    session.start()
+    try:
+        wait_for(lambda state: state.idle and rows_of(state) == {"loss": 5, "lr": 5})
+        before = len(states)
+        writes = 2000
+        with open(tmp_path / "loss.csv", "a", encoding="utf-8") as loss:
+            for step in range(5, 5 + writes):
+                loss.write(f"{step},{1 / (step + 1)!r}\n")
+                loss.flush()  # one write(2), one inotify event, each
+        wait_for(lambda state: rows_of(state)["loss"] == 5 + writes)
+        burst = states[before:]
+    finally:
+        session.stop()
+    print(f"\n{writes} writes -> {len(burst)} published states")
+    assert 1 <= len(burst) <= writes // 100, "the writes were not coalesced"
+    # Only the written file was read again: lr's panel was never asked to redraw.
+    assert frozenset().union(*(state.changed for state in burst)) == {"loss"}
+    assert [run.model.total_rows for run in burst[-1].runs] == [5 + writes + 5]

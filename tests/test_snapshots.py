@@ -9,6 +9,7 @@ test runs. Update after an intended change with `pytest tests/test_snapshots.py
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 from textual.pilot import Pilot
 
 from ocms_tui.app import OcmsApp
+from ocms_tui.cli import main
 from ocms_tui.demo import write_demo_run, write_problem_run
 
 PINNED_TIME = 1_700_000_000.0  # every file's mtime; the clock reads 3 s later: "live"
@@ -141,3 +143,19 @@ def test_restarted_run(tmp_path: Path, snap_compare: Callable[..., bool]) -> Non
     again = [f"{step},{1.5 * 0.995**step:.6f}\n" for step in range(180)]
     (directory / "loss.csv").write_text("".join(first + again), encoding="utf-8")
     assert snap_compare(make_app(directory), terminal_size=(100, 30), run_before=settled)
+
+
+@pytest.mark.parametrize(("arguments", "lines"), [([], 48), (["--size", "80x24"], 24)])
+def test_snapshot_command_renders_at_the_command_lines_size(
+    tmp_path: Path, arguments: list[str], lines: int
+) -> None:
+    """`--snapshot` takes its default size from the command line alone (save_snapshot has
+    none of its own)."""
+    write_demo_run(tmp_path / "run", steps=50, seed=0)
+    out = tmp_path / "out.svg"
+    assert main(["--snapshot", str(out), *arguments, str(tmp_path / "run")]) == 0
+    svg = out.read_text(encoding="utf-8")
+    assert "loss" in svg  # the first chart, shown at any size
+    # Textual's SVG export clips each terminal line by an id ending in its number.
+    drawn = {int(number) for number in re.findall(r"-line-(\d+)", svg)}
+    assert drawn == set(range(lines))

@@ -12,21 +12,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from ocms_recorder import OcmsRecorder
+from ocms_recorder import METRICS_ENV, RANK_ENV_VARS, OcmsRecorder
 
 from ocms_tui.verify import run_verify
 
 
 @pytest.fixture(autouse=True)
 def no_platform_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in (
-        "METRICS",
-        "RANK",
-        "LOCAL_RANK",
-        "SLURM_PROCID",
-        "OMPI_COMM_WORLD_RANK",
-        "PMI_RANK",
-    ):
+    for name in (METRICS_ENV, *RANK_ENV_VARS):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.delitem(sys.modules, "ocms", raising=False)
 

@@ -9,6 +9,7 @@ import sys
 import textwrap
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -24,6 +25,8 @@ from ocms_tui.watch import (
 )
 
 TIMEOUT = 5.0
+TICK = 0.1  # a consumer's work per drain (the session's is FOLLOW_SECONDS)
+QUIET = 0.5  # no mark for this long: the burst's events have all arrived
 
 
 def collect_until(watcher: Watcher, wanted: Callable[[set[str]], bool]) -> set[str]:
@@ -70,15 +73,32 @@ def test_appended_rows_mark_the_file(make_watcher: Callable[[Path], Watcher], tm
     assert "loss.csv" in collect_until(watcher, lambda seen: "loss.csv" in seen)
 
 
-def test_a_burst_of_writes_is_one_drain(make_watcher: Callable[[Path], Watcher], tmp_path: Path):
+def test_a_burst_of_writes_is_a_few_drains_naming_exactly_the_written_files(
+    make_watcher: Callable[[Path], Watcher], tmp_path: Path
+):
+    for name in ("loss.csv", "lr.csv", "untouched.csv"):
+        (tmp_path / name).write_text("0,1.0\n")
+    (tmp_path / "metrics.json").write_text('{"version": 1, "charts": []}')
     watcher = make_watcher(tmp_path)
-    with open(tmp_path / "loss.csv", "w") as csv:
-        for step in range(1000):
-            csv.write(f"{step},{1 / (step + 1)!r}\n")
-            csv.flush()
-    time.sleep(0.3)
-    assert collect_until(watcher, lambda seen: "loss.csv" in seen) == {"loss.csv"}
-    time.sleep(0.2)
+    quiet(watcher)
+    marks = Counter[str]()
+    watcher.dirty.on_mark = lambda: marks.update(["mark"])  # on the watcher's thread
+    writes = 2000
+    with open(tmp_path / "loss.csv", "a") as loss, open(tmp_path / "lr.csv", "a") as lr:
+        for step in range(1, writes // 2 + 1):
+            for csv in (loss, lr):
+                csv.write(f"{step},{1 / step!r}\n")
+                csv.flush()  # a real write(2) each, so a real event each
+    # Drain as the session does: wake on a mark, take the set, then work for a tick (here
+    # TICK) while later marks pile up. Done when the watcher has been quiet for QUIET.
+    drains: list[frozenset[str]] = []
+    deadline = time.monotonic() + TIMEOUT
+    while watcher.dirty.wait(QUIET) and time.monotonic() < deadline:
+        drains.append(watcher.take())
+        time.sleep(TICK)
+    print(f"\n{writes} writes -> {marks['mark']} marks -> {len(drains)} drains")
+    assert frozenset().union(*drains) == {"loss.csv", "lr.csv"}
+    assert 1 <= len(drains) <= writes // 100, "the burst was not coalesced"
     assert watcher.take() == frozenset()
 
 
@@ -130,8 +150,10 @@ def test_reads_do_not_mark_anything(tmp_path: Path) -> None:
         quiet(watcher)
         for _ in range(20):
             (tmp_path / "loss.csv").read_bytes()
-        time.sleep(0.3)
-        assert watcher.take() == frozenset()
+        # A barrier: inotify delivers in order, so once this write is seen, any mark the
+        # reads caused has been seen too.
+        (tmp_path / "barrier.csv").write_text("0,1.0\n")
+        assert collect_until(watcher, lambda seen: "barrier.csv" in seen) == {"barrier.csv"}
     finally:
         watcher.stop()
 
