@@ -19,13 +19,14 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ocms_recorder import DEFAULT_CHART_GROUPS, ChartGroup
+from ocms_recorder import ChartGroup
 
-from ocms_integrations.base import (
-    OcmsMixin,
-    chart_groups_with,
-    learning_rates,
-    require_framework,
+from ocms_integrations.base import OcmsMixin, learning_rates, require_framework
+from ocms_integrations.lightning_mapping import (
+    _EPOCH_SUFFIX,
+    _MONITOR_PREFIX,
+    _STEP_SUFFIX,
+    LIGHTNING_CHART_GROUPS,
 )
 
 logger = logging.getLogger("ocms_integrations")
@@ -53,56 +54,6 @@ def _framework_modules() -> list[Any]:
 
 _FRAMEWORKS = _framework_modules()
 _LEARNING_RATE_MONITORS = tuple(module.callbacks.LearningRateMonitor for module in _FRAMEWORKS)
-
-# What `self.log(name, on_step=True, on_epoch=True)` forks a name into.
-_STEP_SUFFIX, _EPOCH_SUFFIX = "_step", "_epoch"
-# How Lightning users name the metrics of each stage: `val_acc`, `val/acc`, `test_f1`.
-_STAGE_PREFIXES = tuple(
-    stage + separator
-    for stage in ("train", "val", "valid", "validation", "test")
-    for separator in ("_", "/")
-)
-# LearningRateMonitor's names: `lr-SGD`, `lr-Adam/pg1`, `lr-SGD-momentum`, ...
-_MONITOR_PREFIX = "lr-"
-_MONITOR_NON_RATES = ("-momentum", "-weight_decay")
-_DEFAULTS = dict(DEFAULT_CHART_GROUPS)
-
-
-def _without_fork_suffix(key: str) -> str:
-    for suffix in (_STEP_SUFFIX, _EPOCH_SUFFIX):
-        if key.endswith(suffix) and len(key) > len(suffix):
-            return key[: -len(suffix)]
-    return key
-
-
-def is_lightning_loss(key: str) -> bool:
-    """`loss`, `*_loss`, `val/loss`, and their `_step`/`_epoch` forks."""
-    base = _without_fork_suffix(key)
-    return _DEFAULTS["loss"](base) or base.endswith("/loss")
-
-
-def is_lightning_learning_rate(key: str) -> bool:
-    """The guide's learning rates and LearningRateMonitor's `lr-<optimizer>[/pg<i>]`
-    (not its `-momentum` and `-weight_decay`, which are no rates)."""
-    if _DEFAULTS["learning_rate"](key):
-        return True
-    return key.startswith(_MONITOR_PREFIX) and not key.endswith(_MONITOR_NON_RATES)
-
-
-def is_lightning_score(key: str) -> bool:
-    """The guide's scores and every stage metric that is no loss (`val_acc`, `test_f1`,
-    `train_acc_epoch`, `val/mAP`)."""
-    base = _without_fork_suffix(key)
-    return _DEFAULTS["eval_score"](base) or base.startswith(_STAGE_PREFIXES)
-
-
-LIGHTNING_CHART_GROUPS: list[ChartGroup] = chart_groups_with(
-    {
-        "loss": is_lightning_loss,
-        "learning_rate": is_lightning_learning_rate,
-        "eval_score": is_lightning_score,
-    }
-)
 
 
 def _batches_that_stepped(trainer: Any) -> int:

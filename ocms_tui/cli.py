@@ -228,6 +228,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ocms_tui.demo import run_demo
 
         return run_demo(poll=options.poll)
+    if options.serve:
+        # Each browser session runs `ocms-tui PATHS`, which converts other tools' logs
+        # itself; the server stays light (no reader, no polars).
+        return _dispatch(options, paths)
 
     from ocms_tui.sources.common import SourceError
     from ocms_tui.sources.live import ConvertedSources

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
+from ocms_integrations.lightning_mapping import LIGHTNING_CHART_GROUPS
 from ocms_tui.sources.common import (
     CappedProblems,
     SeriesBuilder,
@@ -154,5 +155,10 @@ def _read_rows(
     problems += bad_fields.lines()
     problems += builder.problems()
     return Source(
-        SourceKind.LIGHTNING, path, builder.series(), problems, incomplete_tail=lines.incomplete
+        SourceKind.LIGHTNING,
+        path,
+        builder.series(),
+        problems,
+        incomplete_tail=lines.incomplete,
+        chart_groups=list(LIGHTNING_CHART_GROUPS),  # the names the live callback maps alike
     )
