@@ -35,9 +35,12 @@ MAX_SIGNATURE_FILES = 10_000
 def foreign_kind(path: Path) -> SourceKind | None:
     """The kind of another tool's log at `path`; None for ocms runs or parents of them
     (an HF output dir holding ocms_metrics/ beside checkpoint-N/ stays an ocms run)."""
-    if (path / METRICS_JSON).exists() or (path.is_dir() and find_metric_directories(path)):
-        return None
-    return detect_kind(path)
+    try:
+        if (path / METRICS_JSON).exists() or (path.is_dir() and find_metric_directories(path)):
+            return None
+        return detect_kind(path)
+    except (OSError, ValueError):  # a name too long, a parent without permission: not a
+        return None  # source; the dashboard or the check says what is wrong with the path
 
 
 def _signature(path: Path) -> tuple[tuple[str, int, int], ...]:
