@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,10 @@ def build_runner(
         resume=resume,
         randomness={"seed": 0},
         default_scope="mmengine",
+        # MMEngine names its logger and visualizer after the experiment, by default the
+        # second it started: two runners in one second would share one visualizer, which
+        # writes into the first runner's work_dir.
+        experiment_name=f"ocms-test-{uuid.uuid4().hex}",
     )
 
 
