@@ -36,6 +36,11 @@ def main() -> None:
         "log_history": trainer.state.log_history,
     }
     (base / f"summary_rank{rank}.json").write_text(json.dumps(summary))
+    if dist.is_initialized():
+        # Left to interpreter exit, gloo's threads may be torn down mid-use and abort the
+        # process ("terminate called without an active exception"): end the group first.
+        dist.barrier()
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":
