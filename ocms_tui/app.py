@@ -21,6 +21,7 @@ from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.message import Message
 
 from ocms_tui.keys import Scope
@@ -280,6 +281,8 @@ class OcmsApp(App[int]):
         ]
 
     async def _show_charts(self, key: tuple[tuple[OverlayChart, ...], bool]) -> None:
+        if not self._screen_composed():
+            return
         grid = self.grid
         focused = self.focused.name if isinstance(self.focused, ChartPanel) else None
         maximised = grid.maximised.name if grid.maximised else None
@@ -346,11 +349,25 @@ class OcmsApp(App[int]):
         return True
 
     def on_chart_grid_laid_out(self, event: ChartGrid.LaidOut) -> None:
-        self.query_one(ChartStrip).display = event.overflowing
-        self._show_strip()
+        if self._screen_composed():
+            self.query_one(ChartStrip).display = event.overflowing
+            self._show_strip()
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
-        self._show_strip()
+        if self._screen_composed():
+            self._show_strip()
+
+    def _screen_composed(self) -> bool:
+        """False while the app closes: its widgets go before the last queued messages and
+        callbacks (a layout, a focus change, a new state) are handled."""
+        if not self.is_running:
+            return False
+        try:
+            self.query_one(ChartGrid)
+            self.query_one(ChartStrip)
+        except NoMatches:
+            return False
+        return True
 
     def _show_strip(self) -> None:
         panels = self.grid.panels
