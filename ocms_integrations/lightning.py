@@ -23,10 +23,10 @@ from ocms_recorder import ChartGroup
 
 from ocms_integrations.base import OcmsMixin, learning_rates, require_framework
 from ocms_integrations.lightning_mapping import (
-    _EPOCH_SUFFIX,
-    _MONITOR_PREFIX,
-    _STEP_SUFFIX,
+    EPOCH_SUFFIX,
     LIGHTNING_CHART_GROUPS,
+    MONITOR_PREFIX,
+    STEP_SUFFIX,
 )
 
 logger = logging.getLogger("ocms_integrations")
@@ -69,8 +69,8 @@ def _step_value_names(metrics: Mapping[str, Any], callback_metrics: Mapping[str,
     its own `name`, as the module logged it; other names unchanged."""
     renamed: dict[str, Any] = {}
     for key, value in metrics.items():
-        base = key[: -len(_STEP_SUFFIX)] if key.endswith(_STEP_SUFFIX) else None
-        if base and base in callback_metrics and base + _EPOCH_SUFFIX not in metrics:
+        base = key[: -len(STEP_SUFFIX)] if key.endswith(STEP_SUFFIX) else None
+        if base and base in callback_metrics and base + EPOCH_SUFFIX not in metrics:
             key = base
         renamed[key] = value
     return renamed
@@ -185,7 +185,7 @@ class OcmsCallback(*(module.Callback for module in _FRAMEWORKS), OcmsMixin):  # 
         new = {
             key: value
             for key, value in trainer.callback_metrics.items()
-            if key.startswith(_MONITOR_PREFIX) and self._monitor_values.get(key) is not value
+            if key.startswith(MONITOR_PREFIX) and self._monitor_values.get(key) is not value
         }
         self._monitor_values.update(new)
         return new
@@ -231,7 +231,7 @@ class OcmsCallback(*(module.Callback for module in _FRAMEWORKS), OcmsMixin):  # 
         before = self._before_evaluation
         for key, value in trainer.callback_metrics.items():
             old = before.get(key)
-            if not key.startswith(_MONITOR_PREFIX) and (
+            if not key.startswith(MONITOR_PREFIX) and (
                 old is None or not _same_float(old, _as_float(value))
             ):
                 self._evaluation_keys.add(key)

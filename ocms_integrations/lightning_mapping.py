@@ -10,7 +10,7 @@ from ocms_recorder import DEFAULT_CHART_GROUPS, ChartGroup
 from ocms_integrations.base import chart_groups_with
 
 # What `self.log(name, on_step=True, on_epoch=True)` forks a name into.
-_STEP_SUFFIX, _EPOCH_SUFFIX = "_step", "_epoch"
+STEP_SUFFIX, EPOCH_SUFFIX = "_step", "_epoch"
 # How Lightning users name the metrics of each stage: `val_acc`, `val/acc`, `test_f1`.
 _STAGE_PREFIXES = tuple(
     stage + separator
@@ -18,13 +18,13 @@ _STAGE_PREFIXES = tuple(
     for separator in ("_", "/")
 )
 # LearningRateMonitor's names: `lr-SGD`, `lr-Adam/pg1`, `lr-SGD-momentum`, ...
-_MONITOR_PREFIX = "lr-"
+MONITOR_PREFIX = "lr-"
 _MONITOR_NON_RATES = ("-momentum", "-weight_decay")
 _DEFAULTS = dict(DEFAULT_CHART_GROUPS)
 
 
 def _without_fork_suffix(key: str) -> str:
-    for suffix in (_STEP_SUFFIX, _EPOCH_SUFFIX):
+    for suffix in (STEP_SUFFIX, EPOCH_SUFFIX):
         if key.endswith(suffix) and len(key) > len(suffix):
             return key[: -len(suffix)]
     return key
@@ -41,7 +41,7 @@ def is_lightning_learning_rate(key: str) -> bool:
     (not its `-momentum` and `-weight_decay`, which are no rates)."""
     if _DEFAULTS["learning_rate"](key):
         return True
-    return key.startswith(_MONITOR_PREFIX) and not key.endswith(_MONITOR_NON_RATES)
+    return key.startswith(MONITOR_PREFIX) and not key.endswith(_MONITOR_NON_RATES)
 
 
 def is_lightning_score(key: str) -> bool:
