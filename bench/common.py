@@ -191,7 +191,16 @@ def ocms_tui_command(*arguments: str) -> list[str]:
 
 def process_cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process so far (Linux /proc)."""
-    with open(f"/proc/{pid}/stat", encoding="ascii") as stat_file:
+    return _stat_cpu_seconds(f"/proc/{pid}/stat")
+
+
+def thread_cpu_seconds(native_id: int) -> float:
+    """User + system CPU time of one thread of this process so far (Linux /proc)."""
+    return _stat_cpu_seconds(f"/proc/self/task/{native_id}/stat")
+
+
+def _stat_cpu_seconds(stat_path: str) -> float:
+    with open(stat_path, encoding="ascii") as stat_file:
         fields = stat_file.read().rsplit(")", 1)[1].split()
     # After the command name: state is field 3 of stat(5), utime and stime fields 14 and 15.
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
