@@ -269,9 +269,12 @@ class InotifyWatcher(Watcher):
             poller.poll()
             if self._stopping.is_set():
                 return
-            self._handle(inotify.read_queued())
-            # Coalesce: what the writer does meanwhile waits in the kernel's queue.
-            if self._stopping.wait(self.coalesce_seconds):
+            events = inotify.read_queued()
+            self._handle(events)
+            # Coalesce: what the writer does meanwhile waits in the kernel's queue; unless
+            # the queue was filling up, where a pause would make the kernel drop events.
+            pause = self.coalesce_seconds if len(events) < _BUSY_BYTES else 0.0
+            if self._stopping.wait(pause):
                 return
 
     def _handle(self, events: bytes) -> None:
@@ -367,6 +370,7 @@ _DIRECTORY_MASK = _ANCESTOR_MASK | IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE
 _EVENT_HEADER = struct.Struct("iIII")  # wd, mask, cookie, length of the name that follows
 _READ_BYTES = 64 << 10  # per read(2); the kernel's queue holds at most ~16k events (~0.5 MB)
 _MAX_READS = 64  # per batch: a writer faster than the thread cannot keep it reading forever
+_BUSY_BYTES = 64 << 10  # ~2,000 events in one batch (1/8 of the default queue): no pause
 
 
 class _Inotify:
@@ -427,6 +431,8 @@ class WatchdogWatcher(Watcher):
         self._handler = _Handler(self)
         self._lock = threading.RLock()
         self._watches: dict[str, tuple[ObservedWatch, int]] = {}
+        # Events name resolved paths (a symlinked run; /var is /private/var on macOS).
+        self._resolved = self.directory
 
     @property
     def description(self) -> str:
@@ -460,7 +466,7 @@ class WatchdogWatcher(Watcher):
             if not raw:
                 continue
             path = Path(os.fsdecode(raw))
-            if path.parent == self.directory:
+            if path.parent in (self.directory, self._resolved):
                 self.dirty.add(path.name)
             elif event.event_type in _WATCHDOG_STRUCTURAL and (
                 path == self.directory or path in self.directory.parents
@@ -475,9 +481,12 @@ class WatchdogWatcher(Watcher):
             return
 
         def add(path: str) -> ObservedWatch:
-            return observer.schedule(self._handler, path, event_filter=list(_WATCHDOG_EVENTS))
+            return observer.schedule(
+                self._handler, path, event_filter=list(_WATCHDOG_EVENTS), follow_symlink=True
+            )
 
         _retarget(self.directory, self._watches, add, observer.unschedule)
+        self._resolved = Path(os.path.realpath(self.directory))
 
 
 _WATCHDOG_STRUCTURAL = frozenset({"created", "deleted", "moved"})

@@ -1,4 +1,5 @@
-"""Watchers on real directories with real events: inotify, polling, and the fallback."""
+"""Watchers on real directories with real events: inotify, watchdog's observer, polling, and
+the fallback."""
 
 from __future__ import annotations
 
@@ -9,16 +10,20 @@ import sys
 import textwrap
 import threading
 import time
+import tracemalloc
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from app_support import append_rows, write_layout
 
+from ocms_tui.session import FollowSession, SessionState, run_key
 from ocms_tui.watch import (
     DIRECTORY,
     InotifyWatcher,
     PollingWatcher,
+    WatchdogWatcher,
     Watcher,
     filesystem_type,
     open_watcher,
@@ -45,16 +50,19 @@ def quiet(watcher: Watcher, seconds: float = 0.3) -> None:
     watcher.take()
 
 
-@pytest.fixture(params=["inotify", "poll"])
+KINDS: dict[str, Callable[[Path], Watcher]] = {
+    "inotify": InotifyWatcher,
+    "watchdog": WatchdogWatcher,
+    "poll": lambda directory: PollingWatcher(directory, interval=0.05),
+}
+
+
+@pytest.fixture(params=list(KINDS))
 def make_watcher(request: pytest.FixtureRequest) -> Iterator[Callable[[Path], Watcher]]:
     started: list[Watcher] = []
 
     def make(directory: Path) -> Watcher:
-        watcher: Watcher = (
-            InotifyWatcher(directory)
-            if request.param == "inotify"
-            else PollingWatcher(directory, interval=0.05)
-        )
+        watcher = KINDS[request.param](directory)
         watcher.start()
         started.append(watcher)
         return watcher
@@ -142,6 +150,175 @@ def test_a_run_restarted_into_a_new_directory_is_followed(
     assert "epoch.csv" in collect_until(watcher, lambda seen: "epoch.csv" in seen)
 
 
+def test_a_file_renamed_over_another_marks_both(
+    make_watcher: Callable[[Path], Watcher], tmp_path: Path
+):
+    (tmp_path / "old.csv").write_text("0,1.0\n")
+    (tmp_path / "loss.csv").write_text("0,2.0\n1,2.5\n")
+    watcher = make_watcher(tmp_path)
+    quiet(watcher)
+    os.replace(tmp_path / "old.csv", tmp_path / "loss.csv")
+    wanted = {"old.csv", "loss.csv"}
+    assert collect_until(watcher, lambda seen: wanted <= seen) >= wanted
+
+
+def test_a_symlinked_run_switched_to_another_target_is_followed_there(
+    make_watcher: Callable[[Path], Watcher], tmp_path: Path
+):
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    link = tmp_path / "run"
+    link.symlink_to(first)
+    watcher = make_watcher(link)
+    quiet(watcher)
+    (first / "loss.csv").write_text("0,1.0\n")
+    assert "loss.csv" in collect_until(watcher, lambda seen: "loss.csv" in seen)
+    # Switched atomically, as `ln -sfn` does: a new link renamed over the old one.
+    (tmp_path / "run.new").symlink_to(second)
+    os.replace(tmp_path / "run.new", link)
+    quiet(watcher)
+    (first / "stale.csv").write_text("0,1.0\n")  # no longer the run: never marked
+    (second / "lr.csv").write_text("0,0.1\n")
+    seen = collect_until(watcher, lambda seen: "lr.csv" in seen)
+    assert "lr.csv" in seen
+    assert "stale.csv" not in seen | watcher.take()
+
+
+def test_the_directory_moved_away_while_its_events_are_pending(tmp_path: Path) -> None:
+    directory = tmp_path / "ocms_metrics"
+    directory.mkdir()
+    (directory / "loss.csv").write_text("0,1.0\n")
+    watcher = InotifyWatcher(directory, coalesce_seconds=1.0)
+    watcher.start()
+    try:
+        with open(directory / "loss.csv", "a") as loss:
+            loss.write("1,0.9\n")
+            loss.flush()
+            # The first write is read at once; the thread then pauses a second, so these
+            # writes and the move are all still queued in the kernel when it reads again.
+            assert "loss.csv" in collect_until(watcher, lambda seen: "loss.csv" in seen)
+            for step in range(2, 50):
+                loss.write(f"{step},0.5\n")
+                loss.flush()
+            directory.rename(tmp_path / "moved")
+            assert DIRECTORY in collect_until(watcher, lambda seen: DIRECTORY in seen)
+            loss.write("50,0.4\n")  # in the moved directory: not the run any more
+            loss.flush()
+        directory.mkdir()  # the run restarted in a new directory of the same name
+        seen = collect_until(watcher, lambda seen: DIRECTORY in seen)
+        (directory / "epoch.csv").write_text("0,0\n")
+        seen |= collect_until(watcher, lambda seen: "epoch.csv" in seen)
+        assert seen == {DIRECTORY, "epoch.csv"}  # never the moved directory's loss.csv
+    finally:
+        watcher.stop()
+
+
+def flood(directory: Path, writes: int, per_second: float | None = None) -> None:
+    """`writes` one-byte writes alternating between two files (the kernel merges only
+    identical consecutive events, so each is one queued event), from a process of its own
+    like a training job; as fast as it can, or at about `per_second`."""
+    script = textwrap.dedent(
+        f"""
+        import os, time
+        descriptors = [os.open(os.path.join({str(directory)!r}, name), os.O_WRONLY | os.O_CREAT)
+                       for name in ("a", "b")]
+        start, per_second = time.monotonic(), {per_second!r}
+        for index in range({writes}):
+            os.write(descriptors[index & 1], b"x")
+            if per_second and index % 500 == 0:
+                time.sleep(max(0.0, start + index / per_second - time.monotonic()))
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+
+
+def test_a_queue_overflow_marks_the_directory_and_costs_bounded_memory(tmp_path: Path) -> None:
+    """A flood bigger than the kernel's queue while the thread pauses: the kernel drops
+    events (IN_Q_OVERFLOW), so the watcher must ask for a full read (DIRECTORY), read what
+    was queued without keeping it, and carry on."""
+    queue_limit = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+    writes = max(100_000, 2 * queue_limit)
+    watcher = InotifyWatcher(tmp_path, coalesce_seconds=3.0)
+    watcher.start()
+    try:
+        (tmp_path / "first.csv").write_text("0,1\n")
+        assert collect_until(watcher, lambda seen: "first.csv" in seen) == {"first.csv"}
+        tracemalloc.start()
+        try:
+            flood(tmp_path, writes)  # while the thread pauses for 3 s
+            (tmp_path / "lost.csv").write_text("0,1\n")  # the queue is full: event dropped
+            seen = collect_until(watcher, lambda seen: DIRECTORY in seen)
+            _now, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert DIRECTORY in seen
+        assert "lost.csv" not in seen  # dropped by the kernel: only the full read finds it
+        print(f"\n{writes} writes over a queue of {queue_limit}: peak {peak / 1e6:.2f} MB traced")
+        assert peak < 4e6, "the watcher kept the flood's events"
+        quiet(watcher, 3.5)
+        (tmp_path / "after.csv").write_text("0,1\n")
+        assert "after.csv" in collect_until(watcher, lambda seen: "after.csv" in seen)
+    finally:
+        watcher.stop()
+
+
+def test_rows_whose_events_the_kernel_dropped_are_read_at_once_after_an_overflow(
+    tmp_path: Path,
+) -> None:
+    """The session reads every file when the watcher reports an overflow: the row appended
+    while the kernel's queue was full is on screen at the next read, not at the safety
+    refresh seconds later."""
+    write_layout(tmp_path, {"loss": ["loss"], "lr": ["lr"]})
+    append_rows(tmp_path / "loss.csv", ["0,1.0"])
+    append_rows(tmp_path / "lr.csv", ["0,0.1"])
+    states: list[SessionState] = []
+    session = FollowSession([tmp_path], states.append, watch=False)
+    watcher = InotifyWatcher(tmp_path, coalesce_seconds=3.0)
+    watcher.start()
+    try:
+        (run,) = session.runs
+        session.watchers[run_key(run)] = watcher
+        session.step()
+        append_rows(tmp_path / "loss.csv", ["1,0.9"])  # read at once; the thread then pauses
+        assert watcher.dirty.wait(TIMEOUT)
+        session.step()
+        flood(tmp_path, 2 * int(Path("/proc/sys/fs/inotify/max_queued_events").read_text()))
+        append_rows(tmp_path / "lr.csv", ["1,0.2"])  # the queue is full: its event is dropped
+        assert watcher.dirty.wait(TIMEOUT)
+        session.step()
+        lr = next(chart for chart in states[-1].charts if chart.name == "lr")
+        assert lr.sources[0].chart.rows == 2
+        assert "lr" in states[-1].changed
+    finally:
+        session.stop()
+        watcher.stop()
+
+
+def test_a_flood_of_events_is_a_few_batches_and_the_next_write_is_not_lost(
+    tmp_path: Path,
+) -> None:
+    """100,000 events in a second: read in a few batches, and the write after them is
+    marked (or, if the thread was kept from reading long enough for the kernel's queue to
+    overflow on a busy machine, covered by the directory's mark: a full read)."""
+    watcher = InotifyWatcher(tmp_path)
+    watcher.start()
+    batches = Counter[str]()
+    watcher.dirty.on_mark = lambda: batches.update(["batch"])
+    try:
+        quiet(watcher)
+        writes = 100_000
+        flood(tmp_path, writes, per_second=100_000)
+        (tmp_path / "barrier.csv").write_text("0,1\n")
+        seen = collect_until(watcher, lambda seen: bool({"barrier.csv", DIRECTORY} & seen))
+        print(f"\n{writes} writes -> {batches['batch']} batches, {sorted(seen)}")
+        assert {"a", "b"} <= seen
+        assert {"barrier.csv", DIRECTORY} & seen
+        assert batches["batch"] <= writes // 100
+    finally:
+        watcher.stop()
+
+
 def test_reads_do_not_mark_anything(tmp_path: Path) -> None:
     (tmp_path / "loss.csv").write_text("0,1.0\n")
     watcher = InotifyWatcher(tmp_path)
@@ -160,7 +337,11 @@ def test_reads_do_not_mark_anything(tmp_path: Path) -> None:
 
 def test_stop_releases_the_threads(tmp_path: Path) -> None:
     before = threading.active_count()
-    for watcher in (InotifyWatcher(tmp_path), PollingWatcher(tmp_path, 0.05)):
+    for watcher in (
+        InotifyWatcher(tmp_path),
+        WatchdogWatcher(tmp_path),
+        PollingWatcher(tmp_path, 0.05),
+    ):
         watcher.start()
         assert threading.active_count() > before
         watcher.stop()
