@@ -1,12 +1,16 @@
-"""numpy versions of plotext's two hottest helpers, output for output the same.
+"""numpy versions of plotext's hottest helpers, output for output the same.
 
-Profiling a chart build (160x48 screen, noisy series M4-reduced to the canvas) showed about
-three quarters of plotext's time in two pure-Python loops of `plotext._utility`: `get_lines`
-(the pixels of the line between every two points) and `hd_group` (braille dots grouped per
-character cell). Both do integer arithmetic on a few thousand points per series; here they do
-it in numpy, returning the very lists plotext's own code returns, so plotext stays the
-plotting library and draws the same characters, only 3-4x sooner. Anything unusual (a gap,
-mixed marker sizes, fewer than two points) goes to plotext's own code.
+Profiling a chart build (160x48 screen, noisy series M4-reduced to the canvas) showed most of
+plotext's time in pure-Python loops of `plotext._utility`: `get_lines` (the pixels of the
+line between every two points), `brush` (the points without repeats), `hd_group` (braille
+dots grouped per character cell), `remove_outsiders`, `get_lim` and `join`. Here they do it in
+numpy, returning the very lists plotext's own code returns, so plotext stays the plotting
+library and draws the same characters, only sooner. Anything unusual (a gap, mixed marker
+sizes, fewer than two points) goes to plotext's own code.
+
+The pixel lists these helpers hand each other are remembered with the int64 array each was
+made from (`_pixels`), so the next helper takes the array instead of checking and
+converting every element again; to plotext they are plain lists.
 
 `install()` swaps them into `plotext._utility`, which `plotext._build` reads at call time.
 """
@@ -23,16 +27,54 @@ _ORIGINAL_GET_LINES: Callable[..., list[Any]] = plotext_utility.get_lines
 _ORIGINAL_HD_GROUP: Callable[..., tuple[Any, Any, Any]] = plotext_utility.hd_group
 _ORIGINAL_BRUSH: Callable[..., list[Any]] = plotext_utility.brush
 _ORIGINAL_GET_MATRIX_DATA: Callable[..., list[Any]] = plotext_utility.get_matrix_data
+_ORIGINAL_REMOVE_OUTSIDERS: Callable[..., list[Any]] = plotext_utility.remove_outsiders
+_ORIGINAL_GET_LIM: Callable[..., list[Any]] = plotext_utility.get_lim
+_ORIGINAL_JOIN: Callable[..., list[Any]] = plotext_utility.join
 # Below this many points numpy's per-call cost outweighs the loop it replaces.
 _FEW_POINTS = 32
+_INT = frozenset({int})
+_FLOAT = frozenset({float})
+
+
+# Lists made by these helpers -> (the list, the array it was made from). The list is kept
+# with its array so that its id cannot be reused by another list while it is remembered;
+# plotext only reads these lists and builds new ones from them, never changes one in place.
+_ARRAYS: dict[int, tuple[list[int], np.ndarray]] = {}
+_REMEMBERED = 256  # a build makes about a dozen per signal; older ones are forgotten
+
+
+def _pixels(array: np.ndarray) -> list[int]:
+    """`array` as the list of ints plotext expects, remembered for the next helper."""
+    values: list[int] = array.tolist()
+    if len(_ARRAYS) >= _REMEMBERED:
+        del _ARRAYS[next(iter(_ARRAYS))]  # the oldest: dicts keep insertion order
+    _ARRAYS[id(values)] = (values, array)
+    return values
 
 
 def _integers(values: Sequence[Any]) -> np.ndarray | None:
     """`values` as an int64 array when every one is a plain int (pixel coordinates); None for
     anything else (None gaps, strings of dates), which plotext's own code handles."""
-    if not all(type(value) is int for value in values):
+    remembered = _ARRAYS.get(id(values))
+    if remembered is not None and remembered[0] is values:
+        return remembered[1]
+    if set(map(type, values)) != _INT:  # the check in C: no Python loop over the values
         return None
     return np.fromiter(values, dtype=np.int64, count=len(values))
+
+
+def _repeated(values: list[Any], source: np.ndarray) -> list[Any]:
+    """`[values[i] for i in source]`; one marker, colour or style for a whole signal (the
+    usual case) is repeated without a Python loop."""
+    if values and values.count(values[0]) == len(values):
+        return [values[0]] * int(source.size)
+    return [values[index] for index in source.tolist()]
+
+
+def _pixel_keys(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """One int64 per (x, y) pair, equal exactly when the pairs are equal."""
+    low_y = int(ys.min())
+    return (xs - int(xs.min())) * (int(ys.max()) - low_y + 1) + (ys - low_y)
 
 
 def get_lines(x: list[Any], y: list[Any], *other: list[Any]) -> list[Any]:
@@ -54,33 +96,44 @@ def get_lines(x: list[Any], y: list[Any], *other: list[Any]) -> list[Any]:
     line_y = y0[segment] + offsets * (dy[segment] / steps[segment])
     line_x = np.append(line_x.astype(np.int64), xs[-1])
     line_y = np.append(line_y.astype(np.int64), ys[-1])
-    source = np.append(segment, xs.size - 1).tolist()
-    repeated = [[values[index] for index in source] for values in other]
-    return [line_x.tolist(), line_y.tolist(), *repeated]
+    source = np.append(segment, xs.size - 1)
+    return [_pixels(line_x), _pixels(line_y), *(_repeated(values, source) for values in other)]
+
+
+def _head(values: list[Any], length: int) -> list[Any]:
+    """`values[:length]`, the list itself (and so its remembered array) when nothing is cut."""
+    return values if len(values) == length else values[:length]
 
 
 def hd_group(x: list[Any], y: list[Any], xf: list[int], yf: list[int]) -> tuple[Any, Any, Any]:
     """plotext's `hd_group`: high-definition dots grouped into character cells, in order of
     first appearance, each with its dot pattern (rows bottom-up, flattened)."""
     xs, ys = _integers(x), _integers(y)
-    if xs is None or ys is None or not x or len(set(xf)) != 1 or len(set(yf)) != 1:
+    if (
+        xs is None
+        or ys is None
+        or not x
+        or xf.count(xf[0]) != len(xf)
+        or yf.count(yf[0]) != len(yf)
+    ):
         return _ORIGINAL_HD_GROUP(x, y, xf, yf)
     across, down = xf[0], yf[0]
-    cells = np.stack((xs // across, ys // down), axis=1)
-    unique, first, inverse = np.unique(cells, axis=0, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    cell_x, cell_y = xs // across, ys // down
+    _, first, inverse = np.unique(
+        _pixel_keys(cell_x, cell_y), return_index=True, return_inverse=True
+    )
     order = np.argsort(first, kind="stable")
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
     # The dot of each point within its cell, numbered as plotext flattens the pattern.
     bit = (down - 1 - ys % down) * across + xs % across
-    patterns = np.zeros((unique.shape[0], across * down), dtype=np.int64)
-    patterns[rank[inverse], bit] = 1
-    ordered = unique[order]
+    patterns = np.zeros((order.size, across * down), dtype=np.int64)
+    patterns[rank[inverse.reshape(-1)], bit] = 1
+    firsts = first[order]
     return (
-        ordered[:, 0].tolist(),
-        ordered[:, 1].tolist(),
-        [tuple(pattern) for pattern in patterns.tolist()],
+        _pixels(cell_x[firsts]),
+        _pixels(cell_y[firsts]),
+        list(map(tuple, patterns.tolist())),
     )
 
 
@@ -88,11 +141,7 @@ def get_matrix_data(data: list[Any], lim: list[Any], bins: int) -> list[Any]:
     """plotext's `get_matrix_data`: each value's canvas pixel, by plotext's own arithmetic
     (its half-up `round` to 8 decimals, then floor) done on whole arrays. Only for floats
     with float limits: Python's exact integer arithmetic would round differently."""
-    if (
-        len(data) < _FEW_POINTS
-        or not all(type(value) is float for value in data)
-        or not all(type(bound) is float for bound in lim)
-    ):
+    if len(data) < _FEW_POINTS or set(map(type, data)) != _FLOAT or set(map(type, lim)) != _FLOAT:
         return _ORIGINAL_GET_MATRIX_DATA(data, lim, bins)
     values = np.fromiter(data, dtype=np.float64, count=len(data))
     if not np.isfinite(values).all():
@@ -101,40 +150,101 @@ def get_matrix_data(data: list[Any], lim: list[Any], bins: int) -> list[Any]:
     scaled = scaled * 10**8
     floor = np.floor(scaled)
     rounded = np.where(scaled - floor < 0.5, floor, np.ceil(scaled)) * 10 ** (-8)
-    return np.floor(rounded).astype(np.int64).tolist()
+    return _pixels(np.floor(rounded).astype(np.int64))
 
 
 def brush(*lists: list[Any]) -> list[Any]:
     """plotext's `brush`: the points without repeats. plotext keeps a set's order (which
-    varies from process to process), so any order draws the same; here a signal whose
-    markers, colours and styles are one value each is deduplicated on its integer pixels."""
+    varies from process to process), so any order draws the same. A signal whose markers,
+    colours and styles are one value each is deduplicated on its integer pixels; points whose
+    pixels are all different already (dot cells after `hd_group`) are handed back as they
+    are."""
     length = min(map(len, lists))
     if length < _FEW_POINTS or len(lists) < 2:
         return _ORIGINAL_BRUSH(*lists)
-    xs, ys = _integers(lists[0][:length]), _integers(lists[1][:length])
-    others = [values[:length] for values in lists[2:]]
-    if xs is None or ys is None or any(values.count(values[0]) != length for values in others):
+    xs, ys = _integers(_head(lists[0], length)), _integers(_head(lists[1], length))
+    if xs is None or ys is None:
         return _ORIGINAL_BRUSH(*lists)
-    pixels = np.unique(np.stack((xs, ys), axis=1), axis=0)
-    count = pixels.shape[0]
+    others = [values[:length] for values in lists[2:]]
+    keys = _pixel_keys(xs, ys)
+    if all(values.count(values[0]) == length for values in others):
+        _, first = np.unique(keys, return_index=True)
+        return [_pixels(xs[first]), _pixels(ys[first]), *([v[0]] * first.size for v in others)]
+    if np.unique(keys).size == length:  # no two points share a pixel: no two are alike
+        return [_pixels(xs), _pixels(ys), *others]
+    return _ORIGINAL_BRUSH(*lists)
+
+
+def remove_outsiders(x: list[Any], y: list[Any], width: int, height: int, *other: Any) -> Any:
+    """plotext's `remove_outsiders`: the points within the canvas, with the first len(x)
+    entries of each `other` along (plotext hands it colours and styles still one per
+    pixel, longer than the list of cells; its own zip cuts them likewise)."""
+    count = len(x)
+    xs, ys = (_integers(x), _integers(y)) if len(y) == count else (None, None)
+    if xs is None or ys is None or not x or any(len(values) < count for values in other):
+        return _ORIGINAL_REMOVE_OUTSIDERS(x, y, width, height, *other)
+    inside = (xs >= 0) & (xs < width) & (ys >= 0) & (ys < height)
+    if inside.all():
+        return [_pixels(xs), _pixels(ys), *(list(values[:count]) for values in other)]
+    kept = np.flatnonzero(inside)
+    if kept.size == 0:
+        return _ORIGINAL_REMOVE_OUTSIDERS(x, y, width, height, *other)  # its empty shape
     return [
-        pixels[:, 0].tolist(),
-        pixels[:, 1].tolist(),
-        *([values[0]] * count for values in others),
+        _pixels(xs[kept]),
+        _pixels(ys[kept]),
+        *(_repeated(list(values[:count]), kept) for values in other),
     ]
+
+
+def get_lim(data: list[Any]) -> list[Any]:
+    """plotext's `get_lim`: the least and greatest value (gaps left out), spread when equal.
+    For floats only, without NaN, and without zeros of both signs (min() keeps whichever
+    comes first, numpy either)."""
+    if len(data) < _FEW_POINTS or set(map(type, data)) != _FLOAT:
+        return _ORIGINAL_GET_LIM(data)
+    values = np.fromiter(data, dtype=np.float64, count=len(data))
+    low, high = float(values.min()), float(values.max())  # NaN propagates to both
+    if low != low or low == high:
+        return _ORIGINAL_GET_LIM(data)
+    if low == 0.0 or high == 0.0:
+        signs = np.signbit(values[values == 0.0])
+        if signs.any() and not signs.all():
+            return _ORIGINAL_GET_LIM(data)
+    return [low, high]
+
+
+def join(data: list[Any]) -> list[Any]:
+    """plotext's `join`: nested lists flattened. A list holding no list is copied whole
+    instead of element by element (`list in map(type, row)` checks in C)."""
+    joined: list[Any] = []
+    for row in data:
+        if type(row) is not list:
+            joined.append(row)
+        elif list in map(type, row):
+            joined.extend(join(row))
+        else:
+            joined.extend(row)
+    return joined
+
+
+_REPLACED = {
+    "get_lines": (get_lines, _ORIGINAL_GET_LINES),
+    "hd_group": (hd_group, _ORIGINAL_HD_GROUP),
+    "brush": (brush, _ORIGINAL_BRUSH),
+    "get_matrix_data": (get_matrix_data, _ORIGINAL_GET_MATRIX_DATA),
+    "remove_outsiders": (remove_outsiders, _ORIGINAL_REMOVE_OUTSIDERS),
+    "get_lim": (get_lim, _ORIGINAL_GET_LIM),
+    "join": (join, _ORIGINAL_JOIN),
+}
 
 
 def install() -> None:
     """Make plotext use these (idempotent)."""
-    plotext_utility.get_lines = get_lines
-    plotext_utility.hd_group = hd_group
-    plotext_utility.brush = brush
-    plotext_utility.get_matrix_data = get_matrix_data
+    for name, (faster, _) in _REPLACED.items():
+        setattr(plotext_utility, name, faster)
 
 
 def uninstall() -> None:
     """plotext's own helpers again (tests compare the two)."""
-    plotext_utility.get_lines = _ORIGINAL_GET_LINES
-    plotext_utility.hd_group = _ORIGINAL_HD_GROUP
-    plotext_utility.brush = _ORIGINAL_BRUSH
-    plotext_utility.get_matrix_data = _ORIGINAL_GET_MATRIX_DATA
+    for name, (_, original) in _REPLACED.items():
+        setattr(plotext_utility, name, original)

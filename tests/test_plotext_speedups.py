@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 import numpy as np
@@ -72,15 +73,61 @@ def test_pixels_and_brushing_match_plotext() -> None:
         assert len(got[0]) == len(want[0])
 
 
-@pytest.mark.parametrize("rows", [50, 20_000])
-def test_a_chart_builds_to_the_same_text_with_and_without_them(rows: int) -> None:
+def test_outsiders_limits_and_joins_match_plotext() -> None:
+    rng = random.Random(11)
+    for _ in range(200):
+        x, y = _random_points(rng)
+        x, y = x * 2, y * 2
+        width, height = rng.randint(1, 60), rng.randint(1, 60)
+        markers = [rng.choice("ab") for _ in x]
+        # Colours and styles may be longer than the points (plotext passes them so).
+        longer = [(1, 2, 3)] * (len(x) + rng.randint(0, 5))
+        got = plotext_speedups.remove_outsiders(x, y, width, height, markers, longer, longer)
+        want = plotext_speedups._ORIGINAL_REMOVE_OUTSIDERS(
+            x, y, width, height, markers, longer, longer
+        )
+        assert got == want
+        # Arrays handed on from an earlier helper give the same result as plain lists.
+        pixel_x = plotext_speedups.get_matrix_data(
+            [float(value) for value in x], [-200.0, 200.0], 400
+        )
+        pixel_y = plotext_speedups.get_matrix_data(
+            [float(value) for value in y], [-200.0, 200.0], 400
+        )
+        assert plotext_speedups.remove_outsiders(
+            pixel_x, pixel_y, 250, 250, markers, longer
+        ) == plotext_speedups._ORIGINAL_REMOVE_OUTSIDERS(
+            list(pixel_x), list(pixel_y), 250, 250, markers, longer
+        )
+        values = [rng.uniform(-5, 5) for _ in range(rng.randint(0, 80))]
+        values += rng.choice(([], [0.0], [-0.0, 0.0], [float("nan")], [float("inf")], [1]))
+        if rng.random() < 0.2:
+            values = [2.5] * len(values)  # all equal: plotext spreads the limits
+        got_lim = plotext_speedups.get_lim(values)
+        want_lim = plotext_speedups._ORIGINAL_GET_LIM(values)
+        assert got_lim == want_lim
+        assert [math.copysign(1, v) for v in got_lim] == [math.copysign(1, v) for v in want_lim]
+        nested = [values, [x, [y, 3]], 7, [], "ab"]
+        assert plotext_speedups.join(nested) == plotext_speedups._ORIGINAL_JOIN(nested)
+
+
+@pytest.mark.parametrize(("rows", "log_y"), [(50, False), (20_000, False), (20_000, True)])
+def test_a_chart_builds_to_the_same_text_with_and_without_them(rows: int, log_y: bool) -> None:
     rng = np.random.default_rng(rows)
     steps = np.arange(rows, dtype=np.int64)
     series = [
-        Series(steps, np.exp(-steps / rows) + noise * rng.standard_normal(rows), series_color(i))
+        # Positive values: a log axis is drawn from positive values only.
+        Series(
+            steps,
+            np.abs(np.exp(-steps / rows) + noise * rng.standard_normal(rows)) + 1e-3,
+            series_color(i),
+        )
         for i, noise in enumerate((0.0, 0.05, 0.3))
     ]
-    request = PlotRequest(90, 20)
+    # A sparse series (an eval every 100 steps, gaps between) and a second marker.
+    sparse = np.where(steps % 100 == 0, 1.0 + rng.random(rows), np.nan)
+    series.append(Series(steps, sparse, series_color(3), marker="+"))
+    request = PlotRequest(90, 20, log_y=log_y)
     canvas = ChartCanvas(_figure_class())
     try:
         plotext_speedups.uninstall()
