@@ -144,7 +144,7 @@ class OcmsApp(App[int]):
                 strip = ChartStrip()
                 strip.display = False  # until the panels do not all fit
                 yield strip
-                yield ChartGrid()
+                yield ChartGrid(self._grid_laid_out)
         yield ProblemsPane()
         yield KeyFooter(lambda action: self.check_action(action, ()) is not False)
 
@@ -348,9 +348,9 @@ class OcmsApp(App[int]):
             return self.overlaid  # one run: no run list, and the footer as it always was
         return True
 
-    def on_chart_grid_laid_out(self, event: ChartGrid.LaidOut) -> None:
+    def _grid_laid_out(self, overflowing: bool) -> None:
         if self._screen_composed():
-            self.query_one(ChartStrip).display = event.overflowing
+            self.query_one(ChartStrip).display = overflowing
             self._show_strip()
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:

@@ -151,34 +151,75 @@ class ShownSeries:
     """One series as a chart draws it at one view setting (smoothing weight, log axis), kept
     current as rows arrive: the smoothed values are extended, never recomputed, and the M4
     pyramid over them is extended at each draw. Lives with its store (a reset file starts
-    afresh); only the thread that draws uses it."""
+    afresh); only the thread that draws uses it.
 
-    def __init__(self, smoothing: float, log_y: bool) -> None:
+    A log view is made from `base`, the same series at the same smoothing on a linear axis:
+    a log axis only turns values <= 0 into gaps, so while the series has none (a loss, a
+    learning rate) the log view *is* its base, values and pyramid alike, and toggling the
+    axis copies nothing. The first value <= 0 makes it keep a copy of its own."""
+
+    def __init__(self, smoothing: float, log_y: bool, base: ShownSeries | None = None) -> None:
+        if log_y and (base is None or base.log_y or base.smoothing != smoothing):
+            raise ValueError("a log view needs its linear view at the same smoothing as base")
         self.smoothing = smoothing
         self.log_y = log_y
-        self.pyramid = MinMaxPyramid()
-        self._shown = GrowableArray(np.float64)
+        self._base = base
+        self._pyramid = MinMaxPyramid()
+        self._shown: GrowableArray | None = None  # own values, when they differ from base's
         self._ema = EmaState()
+        self._positive_rows = 0  # a log view: base's first rows known to hold no value <= 0
 
     @property
     def derived(self) -> bool:
-        """The values differ from the stored ones (and are kept here)."""
-        return self.smoothing > 0 or self.log_y
+        """The values differ from the stored ones (a smoothing of its own, or a log view of
+        a series with values <= 0)."""
+        return self.smoothing > 0 or self._shown is not None
+
+    @property
+    def holds_copy(self) -> bool:
+        """This view keeps values of its own (8 bytes a row), not those of another."""
+        return self._shown is not None
+
+    @property
+    def pyramid(self) -> MinMaxPyramid:
+        """The pyramid over the values `values` returned last."""
+        if self._base is not None and self._shown is None:
+            return self._base.pyramid
+        return self._pyramid
 
     def values(self, raw: np.ndarray) -> np.ndarray:
         """The shown values of the series whose stored values are `raw` (a longer prefix of
         the same series each time)."""
-        if not self.derived:
+        if self._base is not None:
+            return self._log_values(self._base.values(raw))
+        if self.smoothing <= 0:
             return raw
-        done = len(self._shown)
+        shown = self._own_values()
+        done = len(shown)
         if len(raw) > done:
-            new = raw[done:]
-            if self.smoothing > 0:
-                new, self._ema = ema_extend(new, self.smoothing, self._ema)
-            if self.log_y:  # a log axis has no place for zero or less: a gap there
-                new = np.where(new > 0, new, np.nan)
-            self._shown.extend(new)
-        return self._shown.view(len(raw))
+            new, self._ema = ema_extend(raw[done:], self.smoothing, self._ema)
+            shown.extend(new)
+        return shown.view(len(raw))
+
+    def _own_values(self) -> GrowableArray:
+        if self._shown is None:
+            self._shown = GrowableArray(np.float64)
+        return self._shown
+
+    def _log_values(self, linear: np.ndarray) -> np.ndarray:
+        """`linear` with values <= 0 as gaps: a log axis has no place for them."""
+        if self._shown is None:
+            # NaN (a gap) compares False: only values <= 0 make a copy necessary.
+            if not np.any(linear[self._positive_rows :] <= 0):
+                self._positive_rows = len(linear)
+                return linear
+            self._pyramid = MinMaxPyramid()  # base's pyramid picked points now gaps
+        shown = self._own_values()
+        done = len(shown)
+        if len(linear) > done:
+            new = linear[done:]
+            shown.extend(np.where(new > 0, new, np.nan))
+        return shown.view(len(linear))
 
 
 class SeriesStore:
@@ -254,18 +295,18 @@ class SeriesStore:
         return self._stats[series]
 
     def shown(self, series: int, smoothing: float, log_y: bool) -> ShownSeries:
-        """The drawing state of a series at a view setting, made at its first use. Only
-        one setting with values of its own is kept per series: each is a copy of the series
-        (8 bytes a value), and the view changes far less often than rows arrive."""
+        """The drawing state of a series at a view setting, made at its first use. Kept per
+        series: the stored values' own (no copy), the setting asked for and, for a log view,
+        its linear base; every other setting is dropped, since each smoothing is a copy of
+        the series (8 bytes a value) and the view changes far less often than rows arrive."""
         key = (series, smoothing, log_y)
         found = self._shown.get(key)
         if found is None:
-            found = ShownSeries(smoothing, log_y)
-            if found.derived:
-                for other in [
-                    k for k, kept in self._shown.items() if k[0] == series and kept.derived
-                ]:
-                    del self._shown[other]
+            base = self.shown(series, smoothing, False) if log_y else None
+            kept = {key, (series, 0.0, False), (series, smoothing, False)}
+            for other in [k for k in self._shown if k[0] == series and k not in kept]:
+                del self._shown[other]
+            found = ShownSeries(smoothing, log_y, base)
             self._shown[key] = found
         return found
 

@@ -12,6 +12,7 @@ from ocms_tui.demo import write_demo_run
 from ocms_tui.model import RunModel
 from ocms_tui.widgets.chart_grid import ChartGrid, grid_columns
 from ocms_tui.widgets.chart_panel import ChartPanel
+from ocms_tui.widgets.chart_strip import ChartStrip
 from ocms_tui.widgets.help_screen import HelpScreen
 from ocms_tui.widgets.problems_pane import ProblemsPane
 
@@ -92,6 +93,31 @@ async def test_focus_moves_with_arrows_and_clicks_and_enter_maximises(tmp_path: 
         await pilot.press("escape")
         assert grid.maximised is None
         assert all(panel.display for panel in panels(app))
+
+
+async def test_maximise_and_restore_build_only_the_panel_that_changed_size_once(
+    tmp_path: Path,
+) -> None:
+    """The chart strip appears with a maximised chart (the others are off screen) in the same
+    frame as the new layout: the maximised panel is built at its final size only, and on
+    restore the panels that kept their size are not built again."""
+    write_demo_run(tmp_path, steps=400)
+    app = OcmsApp(tmp_path, watch=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await open_demo(pilot, app)
+        strip = app.query_one(ChartStrip)
+        await pilot.pause()
+        before = [panel.plot.builds for panel in panels(app)]
+        await pilot.press("enter")
+        await pilot.pause()
+        await pilot.pause()
+        assert strip.display and panels(app)[0].plot.size.height > 30
+        assert [panel.plot.builds for panel in panels(app)] == [before[0] + 1, *before[1:]]
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.pause()
+        assert not strip.display
+        assert [panel.plot.builds for panel in panels(app)] == [before[0] + 2, *before[1:]]
 
 
 async def test_one_column_at_80_columns_and_the_grid_scrolls(tmp_path: Path) -> None:

@@ -150,6 +150,66 @@ def test_shown_series_extends_smoothing_and_log_as_rows_arrive() -> None:
     assert store.shown(0, 0.0, False).values(raw) is raw
 
 
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("smoothing", [0.0, 0.6])
+def test_log_view_is_its_linear_view_until_a_value_is_not_positive(
+    seed: int, smoothing: float
+) -> None:
+    """A log axis gaps values <= 0. While a series has none, its log view is its linear view
+    (the same array and pyramid: no copy); once one arrives (zero, negative, -inf), the log
+    view keeps its own values, and both values and M4 points equal the brute-force ones."""
+    from ocms_tui.parse import ParsedRows
+
+    rng = np.random.default_rng(seed)
+    count = 6000
+    values = np.abs(hostile_values(rng, count)) + 0.5  # positive, with gaps and +inf
+    turn = int(rng.integers(1000, 5000))  # from here on, values <= 0 too
+    values[turn:][rng.random(count - turn) < 0.2] = 0.0
+    values[turn:][rng.random(count - turn) < 0.2] *= -1
+    values[turn + 1] = -np.inf
+    store = SeriesStore(1)
+    seen = 0
+    while seen < count:
+        chunk = values[seen : seen + int(rng.integers(1, 900))]
+        steps = np.arange(seen, seen + chunk.size, dtype=np.int64)
+        store.append(ParsedRows(steps, (chunk,), chunk.size))
+        seen += chunk.size
+        raw = store.values(0)
+        linear = store.shown(0, smoothing, False)
+        logged = store.shown(0, smoothing, True)
+        got = logged.values(raw)
+        linear_values = linear.values(raw)
+        expected = np.where(linear_values > 0, linear_values, np.nan)
+        assert np.array_equal(got, expected, equal_nan=True)
+        if seen <= turn:
+            assert np.shares_memory(got, linear_values)
+            assert logged.pyramid is linear.pyramid and not logged.holds_copy
+        else:
+            assert logged.holds_copy and logged.pyramid is not linear.pyramid
+        edges = rng.integers(0, seen, 40)
+        bounds = np.unique(np.concatenate(([0], edges, [seen])))
+        logged.pyramid.extend(got)
+        assert np.array_equal(
+            logged.pyramid.m4_indices(got, bounds[:-1], bounds[1:]),
+            brute_force_m4(expected, bounds[:-1], bounds[1:]),
+        )
+
+
+def test_toggling_the_log_axis_keeps_the_smoothing_it_is_made_from() -> None:
+    from ocms_tui.parse import ParsedRows
+
+    values = np.linspace(1.0, 2.0, 3000)
+    store = SeriesStore(1)
+    store.append(ParsedRows(np.arange(3000, dtype=np.int64), (values,), 3000))
+    smoothed = store.shown(0, 0.9, False)
+    first = smoothed.values(store.values(0))
+    # The log view shows the smoothing's own array: no second EMA, no copy.
+    assert np.shares_memory(store.shown(0, 0.9, True).values(store.values(0)), first)
+    assert store.shown(0, 0.9, False) is smoothed
+    assert not np.shares_memory(store.shown(0, 0.6, True).values(store.values(0)), first)
+    assert store.shown(0, 0.9, False) is not smoothed  # another smoothing replaced it
+
+
 def test_pixel_columns_are_plotexts_own() -> None:
     import plotext._utility as plotext_utility
 

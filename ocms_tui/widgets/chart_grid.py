@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.events import Resize
-from textual.message import Message
 from textual.widgets import Static
 
 from ocms_tui.widgets.chart_panel import ChartPanel
@@ -55,15 +55,12 @@ def row_heights(height: int, minimums: list[int]) -> list[int]:
     return [low + share + (index < extra) for index, low in enumerate(minimums)]
 
 
+LaidOut = Callable[[bool], None]
+"""Called after each layout with `overflowing`: some panels are off screen (scrolled away or
+hidden behind a maximised one)."""
+
+
 class ChartGrid(VerticalScroll, can_focus=False):
-    class LaidOut(Message):
-        """The panels were laid out; `overflowing`: some are off screen (scrolled away or
-        hidden behind a maximised one)."""
-
-        def __init__(self, overflowing: bool) -> None:
-            super().__init__()
-            self.overflowing = overflowing
-
     DEFAULT_CSS = """
     ChartGrid {
         layout: grid;
@@ -79,8 +76,13 @@ class ChartGrid(VerticalScroll, can_focus=False):
     }
     """
 
-    def __init__(self) -> None:
+    def __init__(self, laid_out: LaidOut | None = None) -> None:
+        """`laid_out` is called at once, not by a message: what it changes around the grid
+        (the chart strip above it) then lands in the same frame as the new layout. Through
+        a message, a key that maximised or restored a chart showed a frame without the strip
+        and one with it, and every panel whose size the strip changed was built twice."""
         super().__init__()
+        self._laid_out = laid_out
         self.message = Static("", id="grid-message", markup=False)
         self.maximised: ChartPanel | None = None
         self._message_text: Text | None = Text("")
@@ -149,4 +151,5 @@ class ChartGrid(VerticalScroll, can_focus=False):
             heights = row_heights(height, minimums)
             self.styles.grid_rows = " ".join(map(str, heights))
             overflowing = sum(heights) > height
-        self.post_message(self.LaidOut(overflowing))
+        if self._laid_out is not None:
+            self._laid_out(overflowing)
