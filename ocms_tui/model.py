@@ -5,6 +5,7 @@ Pure Python (no Textual): the dashboard reads it, `--check` loads it once and re
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 import time
@@ -17,7 +18,7 @@ from ocms_recorder import CSV_SUFFIX, METRICS_JSON
 from ocms_tui.directories import DirectoryProblem, directory_problem
 from ocms_tui.parse import ParsedRows
 from ocms_tui.problems import Problem, Rule
-from ocms_tui.reader import CsvFollower, FileState, resolve_inside
+from ocms_tui.reader import CsvFollower, FileState, Preview, resolve_inside
 from ocms_tui.schema import MAX_METRICS_JSON_BYTES, ChartSpec, parse_schema
 from ocms_tui.series import SeriesStats, SeriesStore, ShownSeries
 
@@ -40,7 +41,14 @@ class Change:
 
 
 class ChartData:
-    """One chart: its spec from metrics.json and the rows read from its CSV."""
+    """One chart: its spec from metrics.json and the rows read from its CSV.
+
+    A file too large for one read is shown first from a sample of its rows (its whole step
+    range and its latest row, see `CsvFollower.preview`) while every row is read behind it;
+    the rows replace the sample at once when the last of them is read. Meanwhile `rows`
+    counts the rows read, the series and stats are the sample's (`SeriesStats.sampled`),
+    and `version` does not move, so that nothing is drawn twice during a load.
+    """
 
     def __init__(
         self, spec: ChartSpec, directory: Path, settle_seconds: float, keep_values: bool = True
@@ -48,6 +56,8 @@ class ChartData:
         self.spec = spec
         self.follower = CsvFollower(directory, spec.file, spec.y_axis, settle_seconds)
         self._store = SeriesStore(len(spec.y_axis), keep_values)
+        self._preview: SeriesStore | None = None
+        self._preview_identity: tuple[int, int] | None = None
         self.version = 0
 
     @property
@@ -64,52 +74,92 @@ class ChartData:
 
     @property
     def rows(self) -> int:
+        """Rows read from the file (while a sample is shown, fewer than the file holds)."""
         return self._store.rows
 
     @property
+    def sampled(self) -> bool:
+        """A sample of the file is shown while its rows are read (see the class)."""
+        return self._preview is not None
+
+    @property
+    def _shown_store(self) -> SeriesStore:
+        return self._store if self._preview is None else self._preview
+
+    @property
+    def loaded_bytes(self) -> tuple[int, int]:
+        """(bytes read, bytes the file held when last looked at)."""
+        follower = self.follower
+        return min(follower.offset, follower.size), follower.size
+
+    @property
     def last_step(self) -> int | None:
-        return self._store.last_step
+        return self._shown_store.last_step
 
     def steps(self) -> np.ndarray:
-        return self._store.steps()
+        return self._shown_store.steps()
 
     def values(self, series: int) -> np.ndarray:
-        return self._store.values(series)
+        return self._shown_store.values(series)
 
     def stats(self, series: int) -> SeriesStats:
-        return self._store.stats(series)
+        stats = self._shown_store.stats(series)
+        return stats if self._preview is None else dataclasses.replace(stats, sampled=True)
 
     @property
     def restarts(self) -> tuple[int, ...]:
         """Rows where the steps went back: the run started again (see `pass_bounds`)."""
-        return self._store.restarts
+        return self._shown_store.restarts
 
     @property
     def passes(self) -> int:
-        return self._store.passes
+        return self._shown_store.passes
 
     @property
     def earlier_passes_dropped(self) -> bool:
         """More restarts than MAX_KEPT_PASSES: only the latest passes are drawn."""
-        return self._store.earlier_passes_dropped
+        return self._shown_store.earlier_passes_dropped
 
     def shown(self, series: int, smoothing: float, log_y: bool) -> ShownSeries:
-        return self._store.shown(series, smoothing, log_y)
+        return self._shown_store.shown(series, smoothing, log_y)
 
     @property
     def nbytes(self) -> int:
         return self._store.nbytes
 
     def update(self, budget_bytes: int | None, now: float) -> tuple[bool, bool, bool]:
-        """Read new rows. Returns (changed, more to read, held back to settle)."""
+        """Read new rows (a file larger than `budget_bytes` is sampled first). Returns
+        (changed on screen, more to read, held back to settle)."""
+        sampled_now = budget_bytes is not None and self._take_preview(budget_bytes)
         result = self.follower.poll(budget_bytes, now, self._reset_store, self._append)
-        changed = result.reset or result.rows > 0
+        changed = sampled_now or result.reset
+        loaded = not result.more and not result.held
+        if self._preview is not None and (
+            loaded or self.follower.identity != self._preview_identity
+        ):
+            # Every row is read (or the file sampled is gone): the rows replace the sample.
+            self._preview = self._preview_identity = None
+            changed = True
+        elif self._preview is None and result.rows > 0:
+            changed = True
         if changed:
             self.version += 1
         return changed, result.more, result.held
 
+    def _take_preview(self, larger_than: int) -> bool:
+        if self._store.rows or not self._store.keep_values:
+            return False
+        preview: Preview | None = self.follower.preview(larger_than)
+        if preview is None:
+            return False
+        store = SeriesStore(len(self.spec.y_axis))
+        store.append(preview.rows)
+        self._preview, self._preview_identity = store, preview.identity
+        return True
+
     def _reset_store(self) -> None:
         self._store = SeriesStore(len(self.spec.y_axis), self._store.keep_values)
+        self._preview = self._preview_identity = None
 
     def _append(self, parsed: ParsedRows) -> None:
         store = self._store
@@ -202,6 +252,12 @@ class RunModel:
     @property
     def total_rows(self) -> int:
         return sum(chart.rows for chart in self.charts)
+
+    @property
+    def loaded_bytes(self) -> tuple[int, int]:
+        """(bytes read, bytes held) over the charts still being read; (0, 0) when none is."""
+        pending = [chart.loaded_bytes for chart in self.charts if chart.name in self._pending]
+        return sum(done for done, _ in pending), sum(size for _, size in pending)
 
     def reload(self, budget_bytes: int | None = None) -> Change:
         """Forget everything and read the directory from scratch."""

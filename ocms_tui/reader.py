@@ -34,6 +34,12 @@ READ_BLOCK_BYTES = 8 * 1024 * 1024
 MAX_LINE_BYTES = 1024 * 1024
 _FINGERPRINT_BYTES = 64
 _PROBE_BYTES = 4096
+# A large file's first screen is drawn from a sample: this many evenly spaced windows (the
+# last one the file's end, for the latest row) of this many bytes, whole lines only. About
+# 60 rows per window and a few hundred windows: more than one per pixel column of any plot,
+# and one polars call of PREVIEW_BLOCKS * PREVIEW_BLOCK_BYTES (1 MiB) per chart.
+PREVIEW_BLOCKS = 256
+PREVIEW_BLOCK_BYTES = 4096
 _NO_ROWS = ParsedRows(np.empty(0, dtype=np.int64), [])
 
 
@@ -46,6 +52,17 @@ class FileState(Enum):
 
 
 RowSink = Callable[[ParsedRows], None]
+
+
+@dataclass(frozen=True)
+class Preview:
+    """Rows sampled across a file that is still to be read: its whole step range and its
+    latest row, not every row. Problems in it are not reported (they are found, with their
+    line numbers, by the full read)."""
+
+    rows: ParsedRows
+    identity: tuple[int, int]  # (st_dev, st_ino) of the file sampled
+    size: int  # bytes of the file when sampled
 
 
 @dataclass
@@ -116,6 +133,35 @@ def _up_to_last_newline(descriptor: int, offset: int, length: int) -> int:
     return length if newline < 0 else probe_start + newline + 1 - offset
 
 
+def _sample_lines(descriptor: int, size: int) -> bytes:
+    """Whole lines from PREVIEW_BLOCKS evenly spaced windows of the file's `size` bytes, the
+    last window ending at the file's end, in file order and without overlap. A window's cut
+    first line and its unfinished last line are left out, so every line kept is a line of
+    the file; a window without a complete line (one huge line) adds nothing."""
+    lines: list[bytes] = []
+    previous_end = 0
+    for block in range(PREVIEW_BLOCKS):
+        start = max(0, size - PREVIEW_BLOCK_BYTES) * block // (PREVIEW_BLOCKS - 1)
+        start = max(start, previous_end)
+        end = min(size, start + PREVIEW_BLOCK_BYTES)
+        if start >= end:
+            continue
+        # From one byte before the window: whether it starts on a line boundary.
+        before = 0 if start == previous_end else 1
+        window = os.pread(descriptor, end - start + before, start - before)
+        first = 0
+        if before:
+            newline = window.find(b"\n")
+            if newline < 0:
+                continue
+            first = newline + 1
+        last = window.rfind(b"\n") + 1
+        if last > first:
+            lines.append(window[first:last])
+            previous_end = start - before + last
+    return b"".join(lines)
+
+
 @functools.cache
 def _malloc_trim() -> Callable[[int], int] | None:
     """glibc's malloc_trim, or None on other C libraries."""
@@ -181,6 +227,11 @@ class CsvFollower:
         self._new_context()
 
     @property
+    def identity(self) -> tuple[int, int] | None:
+        """(st_dev, st_ino) of the file being read; None before it is read."""
+        return self._identity
+
+    @property
     def problems(self) -> list[Problem]:
         return self.context.problems.summary()
 
@@ -192,6 +243,45 @@ class CsvFollower:
     @property
     def lines_read(self) -> int:
         return self.context.first_line - 1
+
+    def _open(self) -> tuple[int | None, FileState]:
+        """A descriptor of the chart's file (the caller closes it), or None and why not.
+
+        O_NONBLOCK: opening a FIFO for reading must not wait for a writer.
+        """
+        path, state = resolve_inside(self.directory, self.file_name)
+        if path is None:
+            return None, state
+        try:
+            descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        except OSError as error:
+            missing = error.errno == errno.ENOENT
+            return None, FileState.MISSING if missing else FileState.UNREADABLE
+        return descriptor, FileState.OK
+
+    def preview(self, larger_than: int) -> Preview | None:
+        """A sample of the whole file when nothing of it is read yet and it holds more than
+        `larger_than` bytes; None otherwise (a small file is simply read). Changes nothing
+        in this follower: `poll` reads the file from its start as always."""
+        if self._identity is not None or self.offset:
+            return None
+        descriptor, _ = self._open()
+        if descriptor is None:
+            return None  # poll() finds out why and says so
+        try:
+            info = os.fstat(descriptor)
+            if not stat.S_ISREG(info.st_mode) or info.st_size <= larger_than:
+                return None
+            sample = _sample_lines(descriptor, info.st_size)
+        except OSError:
+            return None
+        finally:
+            os.close(descriptor)
+        # A throwaway context: a sampled line's number is unknown, and its problems are
+        # reported by the full read.
+        context = ChunkContext(self.file_name, self.y_axis, ProblemCollector(self.file_name))
+        rows = parse_chunk(sample, context)
+        return Preview(rows, (info.st_dev, info.st_ino), info.st_size)
 
     def poll(
         self,
@@ -214,15 +304,9 @@ class CsvFollower:
             result.rows += parsed.rows
             counted_sink(parsed)
 
-        path, state = resolve_inside(self.directory, self.file_name)
-        if path is None:
+        descriptor, state = self._open()
+        if descriptor is None:
             return self._lost(state, on_reset)
-        try:
-            # O_NONBLOCK: opening a FIFO for reading must not wait for a writer.
-            descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-        except OSError as error:
-            missing = error.errno == errno.ENOENT
-            return self._lost(FileState.MISSING if missing else FileState.UNREADABLE, on_reset)
         try:
             info = os.fstat(descriptor)
             if not stat.S_ISREG(info.st_mode):

@@ -91,6 +91,9 @@ class SeriesStats:
     minimum: float | None = None  # over finite values
     maximum: float | None = None
     count: int = 0  # values that are not gaps
+    # Of a sample of the rows (a large file still loading): the latest value is exact,
+    # minimum, maximum and count are not final.
+    sampled: bool = False
 
     def updated(self, steps: np.ndarray, values: np.ndarray) -> SeriesStats:
         if not len(values):

@@ -45,6 +45,9 @@ class Status:
     rows: int
     last_write_age: float | None
     watching: str
+    # While a large run loads: the share of its bytes read (its charts show samples until
+    # then); None otherwise.
+    loaded: float | None = None
 
 
 @dataclass(frozen=True)
@@ -313,6 +316,11 @@ class FollowSession:
             state = RunStatus.LOADING
         else:
             state = quiet_status(age, live_seconds=self.stale_after)
+        loaded = None
+        if state is RunStatus.LOADING:
+            parts = [model.loaded_bytes for model in models]
+            done, total = sum(read for read, _ in parts), sum(held for _, held in parts)
+            loaded = done / total if total else None
         watchers = list(self.watchers.values())
         watching = watchers[0].description if watchers else "not watching"
         directory = self.directory_label
@@ -325,4 +333,5 @@ class FollowSession:
             rows=sum(model.total_rows for model in models),
             last_write_age=age,
             watching=self._failure or watching,
+            loaded=loaded,
         )

@@ -24,9 +24,13 @@ def format_duration(seconds: float) -> str:
     return f"{int(seconds) // 5 * 5}s"
 
 
-def badge(status: RunStatus, quiet_seconds: float | None = None) -> tuple[str, str]:
-    """The badge text and style: '● live', '○ idle 5m', '✓ finished', ..."""
+def badge(
+    status: RunStatus, quiet_seconds: float | None = None, loaded: float | None = None
+) -> tuple[str, str]:
+    """The badge text and style: '● live', '○ idle 5m', '◌ loading 40%', '✓ finished', ..."""
     label, style = BADGES[status]
     if status is RunStatus.IDLE and quiet_seconds is not None:
         label = f"{label} {format_duration(quiet_seconds)}"
+    if status is RunStatus.LOADING and loaded is not None:
+        label = f"{label} {min(99, int(loaded * 100))}%"  # 100% only once it is loaded
     return label, style

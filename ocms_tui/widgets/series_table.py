@@ -135,8 +135,11 @@ def _table(
         else ""
         for row in rows
     ]
-    minima = [format_number(row.stats.minimum) for row in rows]
-    maxima = [format_number(row.stats.maximum) for row in rows]
+    # A large file still loading shows a sample of its rows: its latest value is exact, its
+    # bounds are those of the sample ("~"), and the header says the rows are not all read.
+    minima = [_bound(row.stats.minimum, row.stats.sampled) for row in rows]
+    maxima = [_bound(row.stats.maximum, row.stats.sampled) for row in rows]
+    sampled = any(row.stats.sampled for row in rows)
 
     def widest(cells: Sequence[str], header: str) -> int:
         return max([len(header), *map(len, cells)])
@@ -144,7 +147,8 @@ def _table(
     min_width, max_width = widest(minima, "min"), widest(maxima, "max")
     # After a restart the numbers are the latest pass's: the header names it first.
     pass_label = f"pass {passes:,} · " if passes > 1 else ""
-    heading = f"{pass_label}step {format_step(last_step)} · {total_rows:,} rows"
+    count = "loading …" if sampled else f"{total_rows:,} rows"
+    heading = f"{pass_label}step {format_step(last_step)} · {count}"
     names = widest([_full_label(row) for row in rows], "series") + 3
     if (
         names
@@ -196,6 +200,11 @@ def _table(
     text = Text("\n").join(lines)
     text.no_wrap = True
     return text
+
+
+def _bound(value: float | None, sampled: bool) -> str:
+    text = format_number(value)
+    return f"~{text}" if sampled and value is not None else text
 
 
 RUN_SEPARATOR = " · "

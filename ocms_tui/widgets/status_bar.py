@@ -74,7 +74,7 @@ def status_line(status: Status, width: int | None = None) -> Content:
     recent), then the directory shrinks (its middle elided), then the end is cut with an
     ellipsis (by the widget's CSS). Parts from files or paths are plain text (Content never
     parses them)."""
-    label, style = badge(status.state, status.last_write_age)
+    label, style = badge(status.state, status.last_write_age, status.loaded)
     facts: list[str] = []
     last_write = ""
     if status.state is not RunStatus.WAITING:

@@ -1,0 +1,303 @@
+"""A large CSV's first screen: a sample of its whole file, replaced when every row is read.
+
+Real files throughout; every hostile case checks two promises: the sample holds only rows
+that are in the file (whole lines, never a cut one), and the full read still reports every
+problem at its line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from app_support import screen_lines, wait_for, write_layout
+
+from ocms_tui import session as session_module
+from ocms_tui.app import OcmsApp
+from ocms_tui.model import RunModel
+from ocms_tui.problems import Rule
+from ocms_tui.reader import PREVIEW_BLOCK_BYTES, PREVIEW_BLOCKS, CsvFollower, FileState
+from ocms_tui.session import FollowSession
+
+Y_AXIS = ("loss", "eval_loss")
+FIRST_STEP = 1_000_000  # seven digits: every line is LINE_BYTES long
+LINE_BYTES = len(b"1000000,1.000,\n")
+LARGER_THAN = 64 * 1024
+
+
+def _value(step: int) -> float:
+    return 1 + step % 1000 / 1000
+
+
+def _lines(count: int, ending: bytes = b"\n") -> list[bytes]:
+    """Fixed-width rows whose value is a function of the step: a row can be checked alone."""
+    return [
+        b"%d,%.3f,%s" % (step, _value(step), ending)
+        for step in range(FIRST_STEP, FIRST_STEP + count)
+    ]
+
+
+def _follower(directory: Path) -> CsvFollower:
+    return CsvFollower(directory, "loss.csv", Y_AXIS, settle_seconds=0.0)
+
+
+def _assert_rows_of_the_file(steps: np.ndarray, values: np.ndarray) -> None:
+    assert len(steps) and np.all(np.diff(steps) > 0)
+    expected = 1 + (steps % 1000) / 1000
+    assert np.allclose(values, expected)
+
+
+def _full_read(follower: CsvFollower) -> None:
+    while follower.poll(budget_bytes=LARGER_THAN).more:
+        pass
+
+
+def test_the_sample_spans_the_file_and_ends_with_its_last_row(tmp_path: Path) -> None:
+    rows = 300_000
+    (tmp_path / "loss.csv").write_bytes(b"".join(_lines(rows)))
+    follower = _follower(tmp_path)
+    preview = follower.preview(LARGER_THAN)
+    assert preview is not None
+    steps, values = preview.rows.steps, preview.rows.columns[0]
+    _assert_rows_of_the_file(steps, values)
+    assert steps[0] == FIRST_STEP and steps[-1] == FIRST_STEP + rows - 1
+    # Every window contributed: the sample is spread over the whole range, not a prefix.
+    windows = np.unique((steps - FIRST_STEP) * PREVIEW_BLOCKS // rows)
+    assert len(windows) >= PREVIEW_BLOCKS * 0.9
+    assert preview.rows.rows <= PREVIEW_BLOCKS * PREVIEW_BLOCK_BYTES // LINE_BYTES
+    # The follower itself has read nothing: the full read starts at the first row.
+    assert follower.offset == 0 and follower.lines_read == 0
+
+
+def test_no_sample_for_a_file_read_in_one_go(tmp_path: Path) -> None:
+    (tmp_path / "loss.csv").write_bytes(b"".join(_lines(1000)))
+    assert _follower(tmp_path).preview(LARGER_THAN) is None
+
+
+def test_crlf_rows_sample_like_lf_rows(tmp_path: Path) -> None:
+    (tmp_path / "loss.csv").write_bytes(b"".join(_lines(300_000, b"\r\n")))
+    preview = _follower(tmp_path).preview(LARGER_THAN)
+    assert preview is not None
+    _assert_rows_of_the_file(preview.rows.steps, preview.rows.columns[0])
+    assert preview.rows.steps[-1] == FIRST_STEP + 300_000 - 1
+
+
+def test_bad_rows_inside_and_outside_the_sample_are_reported_by_the_full_read(
+    tmp_path: Path,
+) -> None:
+    rows = 300_000
+    lines = _lines(rows)
+    stride = (rows * LINE_BYTES - PREVIEW_BLOCK_BYTES) // (PREVIEW_BLOCKS - 1)
+    sampled = 10  # line 11: inside the first window
+    between = (PREVIEW_BLOCK_BYTES + stride) // 2 // LINE_BYTES  # between windows 0 and 1
+    lone_cr = rows - 3  # inside the last window
+    lines[sampled] = b"1000010,oops,\n"
+    lines[between] = b"1000020,1.0\n"  # a field short
+    lines[lone_cr] = lines[lone_cr].replace(b",", b"\r", 1)
+    (tmp_path / "loss.csv").write_bytes(b"".join(lines))
+    follower = _follower(tmp_path)
+    preview = follower.preview(LARGER_THAN)
+    assert preview is not None
+    # The broken rows are not in the sample, the others of their windows are.
+    steps = preview.rows.steps
+    assert FIRST_STEP + sampled + 1 in steps and FIRST_STEP + rows - 1 in steps
+    assert FIRST_STEP + lone_cr not in steps
+    assert follower.problems == []  # a sample reports nothing: its line numbers are unknown
+    _full_read(follower)
+    found = {(problem.rule, problem.line) for problem in follower.problems}
+    assert {
+        (Rule.BAD_VALUE, sampled + 1),
+        (Rule.ROW_WIDTH, between + 1),
+        (Rule.LONE_CR, lone_cr + 1),
+    } <= found
+
+
+def test_lines_longer_than_a_window_add_nothing_to_the_sample(tmp_path: Path) -> None:
+    rows = 300_000
+    lines = _lines(rows)
+    middle = rows // 2
+    lines[middle] = b"9" * (3 * PREVIEW_BLOCK_BYTES) + b"\n"  # spans whole windows
+    lines.insert(0, b"x" * (2 * PREVIEW_BLOCK_BYTES) + b"\n")  # the first window has no end
+    (tmp_path / "loss.csv").write_bytes(b"".join(lines))
+    follower = _follower(tmp_path)
+    preview = follower.preview(LARGER_THAN)
+    assert preview is not None
+    _assert_rows_of_the_file(preview.rows.steps, preview.rows.columns[0])
+    _full_read(follower)
+    found = {(problem.rule, problem.line) for problem in follower.problems}
+    assert (Rule.ROW_WIDTH, 1) in found or (Rule.HEADER_ROW, 1) in found
+    assert (Rule.ROW_WIDTH, middle + 2) in found
+
+
+def test_a_fifo_named_like_a_csv_is_not_sampled_and_not_waited_for(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "loss.csv")
+    follower = _follower(tmp_path)
+    outcome: list[object] = []
+    worker = threading.Thread(target=lambda: outcome.append(follower.preview(0)))
+    worker.start()
+    worker.join(timeout=5)
+    assert outcome == [None]
+    follower.poll()
+    assert follower.state is FileState.NOT_A_FILE
+
+
+def test_symlinks_are_sampled_only_inside_the_directory(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.csv"
+    outside.write_bytes(b"".join(_lines(300_000)))
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "loss.csv").symlink_to(outside)
+    assert _follower(run).preview(LARGER_THAN) is None
+    (run / "inside.csv").write_bytes(outside.read_bytes())
+    (run / "loss.csv").unlink()
+    (run / "loss.csv").symlink_to(run / "inside.csv")
+    assert _follower(run).preview(LARGER_THAN) is not None
+
+
+# -- the model: the sample on screen while every row is read ------------------------------
+
+
+def _large_run(directory: Path, rows: int = 300_000) -> bytes:
+    write_layout(directory, {"loss": list(Y_AXIS)})
+    data = b"".join(_lines(rows))
+    (directory / "loss.csv").write_bytes(data)
+    return data
+
+
+def test_the_model_shows_the_sample_until_every_row_is_read(tmp_path: Path) -> None:
+    _large_run(tmp_path)
+    model = RunModel(tmp_path)
+    change = model.refresh(budget_bytes=LARGER_THAN)
+    (chart,) = model.charts
+    assert change.more and chart.sampled and model.loading
+    assert chart.last_step == FIRST_STEP + 300_000 - 1  # the latest row, exact
+    assert chart.stats(0).sampled and chart.stats(0).latest == _value(chart.last_step)
+    assert chart.steps()[0] == FIRST_STEP
+    assert 0 < model.loaded_bytes[0] < model.loaded_bytes[1]
+    version = chart.version
+    while model.refresh(budget_bytes=LARGER_THAN).more:
+        assert chart.version == version and chart.sampled  # nothing to draw meanwhile
+    assert not chart.sampled and chart.version == version + 1 and model.loaded_bytes == (0, 0)
+    whole = RunModel(tmp_path)
+    whole.refresh()
+    (reference,) = whole.charts
+    assert np.array_equal(chart.steps(), reference.steps())
+    assert np.array_equal(chart.values(0), reference.values(0))
+    assert chart.stats(0) == reference.stats(0) and not chart.stats(0).sampled
+
+
+def test_rows_appended_between_the_sample_and_the_full_read_are_all_shown(
+    tmp_path: Path,
+) -> None:
+    data = _large_run(tmp_path)
+    model = RunModel(tmp_path)
+    model.refresh(budget_bytes=LARGER_THAN)
+    more = b"".join(_lines(300_010)[300_000:])
+    with open(tmp_path / "loss.csv", "ab") as csv:
+        csv.write(more)
+    while model.refresh(budget_bytes=LARGER_THAN).more:
+        pass
+    (chart,) = model.charts
+    assert not chart.sampled and chart.rows == 300_010
+    assert chart.last_step == FIRST_STEP + 300_009
+    assert len(data) + len(more) == os.path.getsize(tmp_path / "loss.csv")
+
+
+def test_a_file_truncated_during_the_load_drops_the_sample(tmp_path: Path) -> None:
+    _large_run(tmp_path)
+    model = RunModel(tmp_path)
+    model.refresh(budget_bytes=LARGER_THAN)
+    model.refresh(budget_bytes=LARGER_THAN)
+    with open(tmp_path / "loss.csv", "r+b") as csv:
+        csv.truncate(0)
+        csv.write(b"5,0.5,\n6,0.25,\n")
+    model.refresh(budget_bytes=LARGER_THAN)
+    (chart,) = model.charts
+    assert not chart.sampled
+    assert chart.steps().tolist() == [5, 6] and chart.last_step == 6
+
+
+def test_a_file_replaced_during_the_load_drops_the_sample(tmp_path: Path) -> None:
+    _large_run(tmp_path)
+    model = RunModel(tmp_path)
+    model.refresh(budget_bytes=LARGER_THAN)
+    replacement = tmp_path / "new.csv"
+    replacement.write_bytes(b"1,0.5,\n2,0.25,\n")
+    os.replace(replacement, tmp_path / "loss.csv")
+    model.refresh(budget_bytes=LARGER_THAN)
+    (chart,) = model.charts
+    assert not chart.sampled and chart.steps().tolist() == [1, 2]
+
+
+# -- on screen -----------------------------------------------------------------------------
+
+SCREEN = (120, 40)
+CLOCK_NOW = 2_000_000_000.0
+
+
+def _dashboard_run(directory: Path) -> int:
+    """Two noisy charts of 100,000 rows (about 3 MB each: more than the first read)."""
+    write_layout(directory, {"loss": ["loss", "eval_loss"], "lr": ["lr"]})
+    rows = 100_000
+    generator = np.random.default_rng(7)
+    steps = np.arange(rows)
+    for name, series in (("loss", 2), ("lr", 1)):
+        columns = [np.exp(-steps / 30_000) * (1 + 0.3 * generator.random(rows))] * series
+        text = "".join(
+            ",".join([str(step), *(repr(float(column[step])) for column in columns)]) + "\n"
+            for step in range(rows)
+        )
+        (directory / f"{name}.csv").write_text(text)
+    return rows
+
+
+def _app(directory: Path) -> OcmsApp:
+    app = OcmsApp(directory, watch=False, directory_label="run", clock=lambda: CLOCK_NOW)
+    app.animation_level = "none"
+    return app
+
+
+async def test_a_large_run_first_shows_its_whole_range_and_says_it_is_loading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = _dashboard_run(tmp_path)
+    os.utime(tmp_path / "loss.csv", (CLOCK_NOW - 600, CLOCK_NOW - 600))
+    os.utime(tmp_path / "lr.csv", (CLOCK_NOW - 600, CLOCK_NOW - 600))
+    # The follow thread does nothing: this test takes each read itself.
+    monkeypatch.setattr(FollowSession, "_follow", lambda self: None)
+    monkeypatch.setattr(session_module, "LOAD_BUDGET", 1 << 20)
+    app = _app(tmp_path)
+    async with app.run_test(size=SCREEN) as pilot:
+        await asyncio.to_thread(app.session.step)
+        await wait_for(pilot, lambda: len(app.grid.panels) == 2)
+        await pilot.pause()
+        first = "\n".join(screen_lines(app))
+        assert all(chart.sampled for chart in app.model.charts)
+        # The latest step in both legends, and that their rows are not all read.
+        assert first.count(f"step {rows - 1:,} · loading …") == 2, first
+        assert re.search(r"◌ loading \d+%", first), first
+        assert "~" in first  # the sampled bounds say they are not final
+        assert "80k" in first  # the x axis spans the whole run, not its first megabyte
+        while app.session.state is not None and app.session.state.loading:
+            await asyncio.to_thread(app.session.step)
+        await wait_for(pilot, lambda: app.idle)
+        await pilot.pause()
+        loaded = screen_lines(app)
+    assert not any(chart.sampled for chart in app.model.charts)
+    assert "loading" not in loaded[0] and f"{2 * rows:,} rows" in loaded[0]
+    assert "~" not in "\n".join(loaded)
+
+    # The same run read in one go, without a sample: the very same screen.
+    monkeypatch.setattr(session_module, "FIRST_LOAD_BUDGET", 1 << 30)
+    whole = _app(tmp_path)
+    async with whole.run_test(size=SCREEN) as pilot:
+        await asyncio.to_thread(whole.session.step)
+        await wait_for(pilot, lambda: whole.idle and len(whole.grid.panels) == 2)
+        await pilot.pause()
+        assert not any(chart.sampled for chart in whole.model.charts)
+        assert screen_lines(whole) == loaded
