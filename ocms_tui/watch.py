@@ -328,18 +328,26 @@ class InotifyWatcher(Watcher):
             return
 
         def add(path: str) -> int:
-            mask = _DIRECTORY_MASK if path == self._directory_text else _ANCESTOR_MASK
-            return inotify.add_watch(path, mask)
+            if path == self._directory_text:
+                return inotify.add_watch(path, _DIRECTORY_MASK)
+            try:
+                return inotify.add_watch(path, _ANCESTOR_MASK)
+            except PermissionError:
+                # An ancestor this user may pass through but not read (a shared 0711 home):
+                # follow the run anyway; its deletion and re-creation are then seen only by
+                # the consumer's safety refresh.
+                return _UNWATCHABLE
 
         def remove(watch: int) -> None:
             # Two paths may share one watch (the same inode): drop it with the last one.
-            if all(kept != watch for kept, _inode in self._watches.values()):
+            if watch != _UNWATCHABLE and all(kept != watch for kept, _ in self._watches.values()):
                 inotify.remove_watch(watch)
 
         _retarget(self.directory, self._watches, add, remove)
         paths_of_watch: dict[int, tuple[str, ...]] = {}
         for path, (watch, _inode) in self._watches.items():
-            paths_of_watch[watch] = (*paths_of_watch.get(watch, ()), path)
+            if watch != _UNWATCHABLE:
+                paths_of_watch[watch] = (*paths_of_watch.get(watch, ()), path)
         self._paths_of_watch = paths_of_watch
         directory = self._watches.get(self._directory_text)
         self._directory_watch = None if directory is None else directory[0]
@@ -367,6 +375,7 @@ _GONE = IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT | IN_IGNORED
 # wake the thread: writes, creations, deletions, renames and attribute changes only.
 _ANCESTOR_MASK = _STRUCTURE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR
 _DIRECTORY_MASK = _ANCESTOR_MASK | IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE
+_UNWATCHABLE = -1  # stands for the watch of an ancestor without read permission
 _EVENT_HEADER = struct.Struct("iIII")  # wd, mask, cookie, length of the name that follows
 _READ_BYTES = 64 << 10  # per read(2); the kernel's queue holds at most ~16k events (~0.5 MB)
 _MAX_READS = 64  # per batch: a writer faster than the thread cannot keep it reading forever

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from app_support import append_rows, write_layout
+from test_cli_paths import python_path, unprivileged
 
 from ocms_tui.session import FollowSession, SessionState, run_key
 from ocms_tui.watch import (
@@ -317,6 +319,46 @@ def test_a_flood_of_events_is_a_few_batches_and_the_next_write_is_not_lost(
         assert batches["batch"] <= writes // 100
     finally:
         watcher.stop()
+
+
+def test_a_non_root_user_follows_a_run_under_a_parent_it_cannot_list() -> None:
+    """A shared 0711 directory: the run inside is readable, its parent only passable. The
+    run is watched with inotify all the same (only the parent's watch is given up)."""
+    user = unprivileged()
+    if user is None:
+        pytest.skip("needs root with setpriv and an interpreter uid 65534 can run")
+    prefix, python = user
+    base = Path(tempfile.mkdtemp(prefix="ocms-watch-perm-"))
+    try:
+        base.chmod(0o711)
+        run = base / "run"
+        run.mkdir()
+        run.chmod(0o777)
+        script = textwrap.dedent(
+            f"""
+            from ocms_tui.watch import open_watcher
+            watcher = open_watcher({str(run)!r})
+            print(watcher.description)
+            with open({str(run / "loss.csv")!r}, "w") as csv:
+                csv.write("0,1.0\\n")
+            watcher.dirty.wait({TIMEOUT})
+            print(sorted(watcher.take()))
+            watcher.stop()
+            """
+        )
+        result = subprocess.run(
+            [*prefix, python, "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd="/",
+            env={**os.environ, "PYTHONPATH": python_path()},
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.splitlines() == ["inotify", "['loss.csv']"]
+    finally:
+        shutil.rmtree(base)
 
 
 def test_reads_do_not_mark_anything(tmp_path: Path) -> None:
