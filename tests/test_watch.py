@@ -20,6 +20,7 @@ import pytest
 from app_support import append_rows, write_layout
 from test_cli_paths import python_path, unprivileged
 
+from ocms_tui import session as session_module
 from ocms_tui.session import FollowSession, SessionState, run_key
 from ocms_tui.watch import (
     DIRECTORY,
@@ -295,6 +296,45 @@ def test_rows_whose_events_the_kernel_dropped_are_read_at_once_after_an_overflow
     finally:
         session.stop()
         watcher.stop()
+
+
+def test_writes_inotify_cannot_see_are_read_by_the_safety_refresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows appended through a hard link in another directory make no event in the run's
+    directory (inotify reports to the parent the write went through), as a writer on
+    another machine makes none: the session's thread reads them at its safety refresh."""
+    monkeypatch.setattr(session_module, "SAFETY_REFRESH_SECONDS", 0.5)
+    run, elsewhere = tmp_path / "run", tmp_path / "elsewhere"
+    run.mkdir()
+    elsewhere.mkdir()
+    write_layout(run, {"loss": ["loss"]})
+    append_rows(run / "loss.csv", ["0,1.0"])
+    os.link(run / "loss.csv", elsewhere / "loss.csv")
+    states: list[SessionState] = []
+    arrived = threading.Event()
+
+    def publish(state: SessionState) -> None:
+        states.append(state)
+        arrived.set()
+
+    session = FollowSession([run], publish)
+    session.start()
+    try:
+        (watcher,) = session.watchers.values()
+        assert isinstance(watcher, InotifyWatcher)
+        assert arrived.wait(TIMEOUT)
+        marks = Counter[str]()
+        watcher.dirty.on_mark = lambda: marks.update(["mark"])
+        append_rows(elsewhere / "loss.csv", ["1,0.9"])
+        deadline = time.monotonic() + TIMEOUT
+        while states[-1].status.rows != 2 and time.monotonic() < deadline:
+            arrived.clear()
+            arrived.wait(0.1)
+        assert states[-1].status.rows == 2
+        assert marks["mark"] == 0, "inotify saw the write: this test proves nothing"
+    finally:
+        session.stop()
 
 
 def test_a_flood_of_events_is_a_few_batches_and_the_next_write_is_not_lost(
