@@ -3,6 +3,7 @@ the fallback."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -429,6 +430,29 @@ def test_stop_releases_the_threads(tmp_path: Path) -> None:
         watcher.stop()
         watcher.stop()  # twice is harmless
     assert threading.active_count() == before
+
+
+def test_starting_and_stopping_leaks_no_descriptor(tmp_path: Path) -> None:
+    """Each inotify instance counts against a per-user limit (128 by default): a session
+    that stops watchers for runs that went away must give every one back."""
+
+    def descriptors() -> list[str]:
+        targets = []
+        for fd in os.listdir("/proc/self/fd"):
+            with contextlib.suppress(FileNotFoundError):  # listdir's own, closed by now
+                targets.append(os.readlink(f"/proc/self/fd/{fd}"))
+        return sorted(targets)
+
+    (tmp_path / "loss.csv").write_text("0,1.0\n")
+    before = descriptors()
+    for _ in range(50):
+        watcher = InotifyWatcher(tmp_path)
+        watcher.start()
+        watcher.stop()
+    missing = InotifyWatcher(tmp_path / "not" / "yet")  # an ancestor's watch only
+    missing.start()
+    missing.stop()
+    assert descriptors() == before
 
 
 def test_open_watcher_picks_polling_on_request_and_inotify_otherwise(tmp_path: Path) -> None:
