@@ -303,7 +303,7 @@ class InotifyWatcher(Watcher):
             # read again.
             # (OSError, e.g. out of watches: the consumer's safety refresh still reads.)
             with self._lock, contextlib.suppress(OSError):
-                self._retarget()
+                self._retarget(renew=True)
             marks.add(DIRECTORY)
         if marks:
             self.dirty.add_all(marks)
@@ -323,7 +323,8 @@ class InotifyWatcher(Watcher):
                 return True
         return False
 
-    def _retarget(self) -> None:
+    def _retarget(self, renew: bool = False) -> None:
+        """Watch what `_retarget` (the function) says; `renew`: the directory's watch too."""
         inotify = self._inotify
         if inotify is None:
             return
@@ -344,7 +345,7 @@ class InotifyWatcher(Watcher):
             if watch != _UNWATCHABLE and all(kept != watch for kept, _ in self._watches.values()):
                 inotify.remove_watch(watch)
 
-        _retarget(self.directory, self._watches, add, remove)
+        _retarget(self.directory, self._watches, add, remove, renew)
         paths_of_watch: dict[int, tuple[str, ...]] = {}
         for path, (watch, _inode) in self._watches.items():
             if watch != _UNWATCHABLE:
@@ -482,10 +483,10 @@ class WatchdogWatcher(Watcher):
                 path == self.directory or path in self.directory.parents
             ):
                 with self._lock:
-                    self._retarget()
+                    self._retarget(renew=True)
                 self.dirty.add(DIRECTORY)
 
-    def _retarget(self) -> None:
+    def _retarget(self, renew: bool = False) -> None:
         observer = self._observer
         if observer is None:
             return
@@ -495,7 +496,7 @@ class WatchdogWatcher(Watcher):
                 self._handler, path, event_filter=list(_WATCHDOG_EVENTS), follow_symlink=True
             )
 
-        _retarget(self.directory, self._watches, add, observer.unschedule)
+        _retarget(self.directory, self._watches, add, observer.unschedule, renew)
         self._resolved = Path(os.path.realpath(self.directory))
 
 
@@ -530,13 +531,19 @@ def _retarget(
     watches: dict[str, tuple[WatchHandle, int]],
     add: Callable[[str], WatchHandle],
     remove: Callable[[WatchHandle], None],
+    renew: bool = False,
 ) -> None:
     """Make `watches` (path -> (handle, inode)) watch the directory when it exists, and
     always its nearest existing ancestor.
 
     A watch follows an inode, so a directory deleted and created again under the same name
-    (a restarted run) needs a new watch: compare inodes, not just paths.
+    (a restarted run) needs a new watch: compare inodes, not just paths. `renew` replaces
+    the directory's watch even when the inode number is the same: after a change of the
+    directory itself that number may be a new directory's (filesystems reuse freed numbers
+    at once) while the old watch died with the old directory.
     """
+    if renew and (watched := watches.pop(str(directory), None)) is not None:
+        remove(watched[0])
     # Loop because directories can appear or vanish while watches are being rearranged.
     for _attempt in range(5):
         wanted = _paths_to_watch(directory)

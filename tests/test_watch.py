@@ -402,6 +402,44 @@ def test_a_non_root_user_follows_a_run_under_a_parent_it_cannot_list() -> None:
         shutil.rmtree(base)
 
 
+def test_a_directory_recreated_at_once_is_followed_even_with_its_old_inode_number(
+    make_watcher: Callable[[Path], Watcher], tmp_path: Path
+):
+    """Filesystems hand a freed inode number to the next file made (tmpfs does at once):
+    the new directory may have the old one's number, but not its watch."""
+    directory = tmp_path / "ocms_metrics"
+    directory.mkdir()
+    watcher = make_watcher(directory)
+    quiet(watcher)
+    for _restart in range(3):
+        directory.rmdir()
+        directory.mkdir()
+        if not isinstance(watcher, PollingWatcher):  # which sees the same empty directory
+            assert DIRECTORY in collect_until(watcher, lambda seen: DIRECTORY in seen)
+        quiet(watcher)
+    (directory / "loss.csv").write_text("0,1.0\n")
+    assert "loss.csv" in collect_until(watcher, lambda seen: "loss.csv" in seen)
+
+
+def test_the_directory_replaced_by_a_file_and_back(
+    make_watcher: Callable[[Path], Watcher], tmp_path: Path
+):
+    directory = tmp_path / "ocms_metrics"
+    directory.mkdir()
+    watcher = make_watcher(directory)
+    quiet(watcher)
+    directory.rmdir()
+    directory.write_text("not a directory")
+    assert DIRECTORY in collect_until(watcher, lambda seen: DIRECTORY in seen)
+    quiet(watcher)
+    directory.unlink()
+    directory.mkdir()
+    assert DIRECTORY in collect_until(watcher, lambda seen: DIRECTORY in seen)
+    quiet(watcher)
+    (directory / "loss.csv").write_text("0,1.0\n")
+    assert "loss.csv" in collect_until(watcher, lambda seen: "loss.csv" in seen)
+
+
 def test_reads_do_not_mark_anything(tmp_path: Path) -> None:
     (tmp_path / "loss.csv").write_text("0,1.0\n")
     watcher = InotifyWatcher(tmp_path)
