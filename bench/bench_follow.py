@@ -239,18 +239,13 @@ def watcher_cost_child(kind: str, directory: str, warm_up: float, window: float)
         return sum(thread_cpu_seconds(native_id) for native_id in threads if native_id)
 
     cpu_before, marks_before, wall_before = cpu(), marks[0], time.monotonic()
-    drains = names = 0
     while time.monotonic() - wall_before < window:
         time.sleep(FOLLOW_SECONDS)
-        taken = watcher.take()
-        drains += 1
-        names += len(taken)
+        watcher.take()
     wall = time.monotonic() - wall_before
     result = {
         "cpu": (cpu() - cpu_before) / wall,
         "marks": (marks[0] - marks_before) / wall,
-        "drains": drains,
-        "names": names,
         "threads": len(threads),
     }
     watcher.stop()
