@@ -3,10 +3,12 @@ the fallback."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -17,7 +19,9 @@ from pathlib import Path
 
 import pytest
 from app_support import append_rows, write_layout
+from test_cli_paths import python_path, unprivileged
 
+from ocms_tui import session as session_module
 from ocms_tui.session import FollowSession, SessionState, run_key
 from ocms_tui.watch import (
     DIRECTORY,
@@ -295,6 +299,45 @@ def test_rows_whose_events_the_kernel_dropped_are_read_at_once_after_an_overflow
         watcher.stop()
 
 
+def test_writes_inotify_cannot_see_are_read_by_the_safety_refresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows appended through a hard link in another directory make no event in the run's
+    directory (inotify reports to the parent the write went through), as a writer on
+    another machine makes none: the session's thread reads them at its safety refresh."""
+    monkeypatch.setattr(session_module, "SAFETY_REFRESH_SECONDS", 0.5)
+    run, elsewhere = tmp_path / "run", tmp_path / "elsewhere"
+    run.mkdir()
+    elsewhere.mkdir()
+    write_layout(run, {"loss": ["loss"]})
+    append_rows(run / "loss.csv", ["0,1.0"])
+    os.link(run / "loss.csv", elsewhere / "loss.csv")
+    states: list[SessionState] = []
+    arrived = threading.Event()
+
+    def publish(state: SessionState) -> None:
+        states.append(state)
+        arrived.set()
+
+    session = FollowSession([run], publish)
+    session.start()
+    try:
+        (watcher,) = session.watchers.values()
+        assert isinstance(watcher, InotifyWatcher)
+        assert arrived.wait(TIMEOUT)
+        marks = Counter[str]()
+        watcher.dirty.on_mark = lambda: marks.update(["mark"])
+        append_rows(elsewhere / "loss.csv", ["1,0.9"])
+        deadline = time.monotonic() + TIMEOUT
+        while states[-1].status.rows != 2 and time.monotonic() < deadline:
+            arrived.clear()
+            arrived.wait(0.1)
+        assert states[-1].status.rows == 2
+        assert marks["mark"] == 0, "inotify saw the write: this test proves nothing"
+    finally:
+        session.stop()
+
+
 def test_a_flood_of_events_is_a_few_batches_and_the_next_write_is_not_lost(
     tmp_path: Path,
 ) -> None:
@@ -317,6 +360,84 @@ def test_a_flood_of_events_is_a_few_batches_and_the_next_write_is_not_lost(
         assert batches["batch"] <= writes // 100
     finally:
         watcher.stop()
+
+
+def test_a_non_root_user_follows_a_run_under_a_parent_it_cannot_list() -> None:
+    """A shared 0711 directory: the run inside is readable, its parent only passable. The
+    run is watched with inotify all the same (only the parent's watch is given up)."""
+    user = unprivileged()
+    if user is None:
+        pytest.skip("needs root with setpriv and an interpreter uid 65534 can run")
+    prefix, python = user
+    base = Path(tempfile.mkdtemp(prefix="ocms-watch-perm-"))
+    try:
+        base.chmod(0o711)
+        run = base / "run"
+        run.mkdir()
+        run.chmod(0o777)
+        script = textwrap.dedent(
+            f"""
+            from ocms_tui.watch import open_watcher
+            watcher = open_watcher({str(run)!r})
+            print(watcher.description)
+            with open({str(run / "loss.csv")!r}, "w") as csv:
+                csv.write("0,1.0\\n")
+            watcher.dirty.wait({TIMEOUT})
+            print(sorted(watcher.take()))
+            watcher.stop()
+            """
+        )
+        result = subprocess.run(
+            [*prefix, python, "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd="/",
+            env={**os.environ, "PYTHONPATH": python_path()},
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.splitlines() == ["inotify", "['loss.csv']"]
+    finally:
+        shutil.rmtree(base)
+
+
+def test_a_directory_recreated_at_once_is_followed_even_with_its_old_inode_number(
+    make_watcher: Callable[[Path], Watcher], tmp_path: Path
+):
+    """Filesystems hand a freed inode number to the next file made (tmpfs does at once):
+    the new directory may have the old one's number, but not its watch."""
+    directory = tmp_path / "ocms_metrics"
+    directory.mkdir()
+    watcher = make_watcher(directory)
+    quiet(watcher)
+    for _restart in range(3):
+        directory.rmdir()
+        directory.mkdir()
+        if not isinstance(watcher, PollingWatcher):  # which sees the same empty directory
+            assert DIRECTORY in collect_until(watcher, lambda seen: DIRECTORY in seen)
+        quiet(watcher)
+    (directory / "loss.csv").write_text("0,1.0\n")
+    assert "loss.csv" in collect_until(watcher, lambda seen: "loss.csv" in seen)
+
+
+def test_the_directory_replaced_by_a_file_and_back(
+    make_watcher: Callable[[Path], Watcher], tmp_path: Path
+):
+    directory = tmp_path / "ocms_metrics"
+    directory.mkdir()
+    watcher = make_watcher(directory)
+    quiet(watcher)
+    directory.rmdir()
+    directory.write_text("not a directory")
+    assert DIRECTORY in collect_until(watcher, lambda seen: DIRECTORY in seen)
+    quiet(watcher)
+    directory.unlink()
+    directory.mkdir()
+    assert DIRECTORY in collect_until(watcher, lambda seen: DIRECTORY in seen)
+    quiet(watcher)
+    (directory / "loss.csv").write_text("0,1.0\n")
+    assert "loss.csv" in collect_until(watcher, lambda seen: "loss.csv" in seen)
 
 
 def test_reads_do_not_mark_anything(tmp_path: Path) -> None:
@@ -347,6 +468,29 @@ def test_stop_releases_the_threads(tmp_path: Path) -> None:
         watcher.stop()
         watcher.stop()  # twice is harmless
     assert threading.active_count() == before
+
+
+def test_starting_and_stopping_leaks_no_descriptor(tmp_path: Path) -> None:
+    """Each inotify instance counts against a per-user limit (128 by default): a session
+    that stops watchers for runs that went away must give every one back."""
+
+    def descriptors() -> list[str]:
+        targets = []
+        for fd in os.listdir("/proc/self/fd"):
+            with contextlib.suppress(FileNotFoundError):  # listdir's own, closed by now
+                targets.append(os.readlink(f"/proc/self/fd/{fd}"))
+        return sorted(targets)
+
+    (tmp_path / "loss.csv").write_text("0,1.0\n")
+    before = descriptors()
+    for _ in range(50):
+        watcher = InotifyWatcher(tmp_path)
+        watcher.start()
+        watcher.stop()
+    missing = InotifyWatcher(tmp_path / "not" / "yet")  # an ancestor's watch only
+    missing.start()
+    missing.stop()
+    assert descriptors() == before
 
 
 def test_open_watcher_picks_polling_on_request_and_inotify_otherwise(tmp_path: Path) -> None:
