@@ -2,7 +2,9 @@
 
 textual-plotext's PlotextPlot rebuilds the whole plotext figure on every render. Here the
 built text is cached under (size, theme, generation): the owner bumps the generation with
-`invalidate()` when data or view settings changed, and decides how often to do so.
+`invalidate()` when data or view settings changed. New data that lights no other pixel
+(most new rows of a long run) costs neither a plotext build nor a repaint: `invalidate()`
+plans the picture at once and compares its pixels with those on screen.
 """
 
 from __future__ import annotations
@@ -10,14 +12,42 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from rich.style import Style
 from rich.text import Text
 from textual.app import RenderResult
 from textual_plotext import PlotextPlot
 
-from ocms_tui.plotting import ChartCanvas, PlotRequest, Series
+from ocms_tui.plotting import ChartCanvas, Picture, Plan, PlotRequest, Series
 
 SeriesSource = Callable[[], tuple[list[Series], bool, tuple[float, float] | None]]
 """Returns (series, log_y, x_range) when the plot is built, so unseen plots cost nothing."""
+
+BuildKey = tuple[int, int, str, int]  # width, height, theme, generation
+
+# Rich styles of plotext's ANSI codes, made by Rich's own ANSI decoder: the same styles
+# `Text.from_ansi` gives plotext's text, without building and parsing that text.
+_STYLES: dict[str, Style | None] = {}
+_MAX_STYLES = 1024  # codes come from a small palette and a theme; a bound all the same
+
+
+def _style(code: str) -> Style | None:
+    if code not in _STYLES:
+        if len(_STYLES) >= _MAX_STYLES:
+            _STYLES.clear()
+        spans = Text.from_ansi(f"{code}x").spans
+        style = spans[0].style if spans else None
+        _STYLES[code] = Style.parse(style) if isinstance(style, str) else style
+    return _STYLES[code]
+
+
+def picture_text(picture: Picture) -> Text:
+    """The Rich text of a built chart: equal to `Text.from_ansi(picture.ansi())`."""
+    text = Text(no_wrap=True)
+    for row in picture.rows:
+        for chars, code in row:
+            text.append(chars, _style(code) if code else None)
+        text.append("\n")  # every row ends with one, the last too, as plotext's text does
+    return text
 
 
 class ChartPlot(PlotextPlot):
@@ -35,45 +65,83 @@ class ChartPlot(PlotextPlot):
         self._canvas = ChartCanvas(self.plt)
         self.empty_text = empty_text
         self._generation = 0
-        self._built_key: tuple[int, int, str, int] | None = None
+        self._built_key: BuildKey | None = None
+        self._planned: tuple[BuildKey, Plan, list[Series]] | None = None
         self._rendered: Text = Text()
         self.build_seconds = 0.0
-        """How long the last build took (prepare, M4, plotext, ANSI parsing)."""
+        """How long the last build took (prepare, M4, plotext, text)."""
         self.built_at = float("-inf")
         """time.monotonic() of the last build."""
         self.builds = 0
+        self.unchanged = 0
+        """Invalidations whose picture was the one on screen: no build, no repaint."""
 
     def invalidate(self) -> None:
-        """The data or the view changed: build again at the next render."""
+        """The data or the view changed: build again at the next render, unless the picture
+        would be the one on screen."""
         self._generation += 1
-        self.refresh()
+        if not self._still_shown():
+            self.refresh()
+
+    def _still_shown(self) -> bool:
+        """Plan the new picture now (when one is on screen at this size and theme) and tell
+        whether it is the one on screen; if not, keep the plan for the render."""
+        self._planned = None
+        if self._built_key is None or self._canvas.drawn is None:
+            return False
+        width, height, theme, _ = self._built_key
+        if (width, height) != tuple(self.size) or theme != self._theme():
+            return False
+        key = (width, height, theme, self._generation)
+        series, plan = self._plan(width, height, theme)
+        if plan is None:
+            return False
+        if self._canvas.shows(plan):
+            self._built_key = key
+            self.unchanged += 1
+            return True
+        self._planned = (key, plan, series)
+        return False
 
     @property
     def drawn_through(self) -> float | None:
-        """The last step on the x axis of the picture on screen (None: no picture)."""
-        return self._canvas.extent[1] if self._canvas.extent else None
+        """The last step of the data in the picture on screen (None: no picture)."""
+        return self._canvas.drawn.data_through if self._canvas.drawn else None
 
     @property
     def is_stale(self) -> bool:
         return self._built_key is None or self._built_key[3] != self._generation
 
+    def _theme(self) -> str:
+        return self._get_plotext_theme_name(self.app.theme)
+
     def render(self) -> RenderResult:
         width, height = self.size
-        theme = self._get_plotext_theme_name(self.app.theme)
+        theme = self._theme()
         key = (width, height, theme, self._generation)
         if key != self._built_key:
             started = time.perf_counter()
-            self._rendered = self._build(width, height, theme)
+            self._rendered = self._build(key)
             self.build_seconds = time.perf_counter() - started
             self.built_at = time.monotonic()
             self.builds += 1
             self._built_key = key
         return self._rendered
 
-    def _build(self, width: int, height: int, theme: str) -> Text:
+    def _plan(self, width: int, height: int, theme: str) -> tuple[list[Series], Plan | None]:
         series, log_y, x_range = self._source()
         request = PlotRequest(width, height, log_y=log_y, x_range=x_range, theme=theme)
-        built = self._canvas.build(series, request) if series else None
-        if built is None:
+        return series, self._canvas.plan(series, request) if series else None
+
+    def _build(self, key: BuildKey) -> Text:
+        if self._planned is not None and self._planned[0] == key:
+            _, plan, series = self._planned
+        else:
+            series, plan = self._plan(*key[:3])
+        self._planned = None
+        if plan is None:
+            self._canvas.forget()
+        picture = self._canvas.draw(plan, series) if plan is not None else None
+        if picture is None:
             return Text(self.empty_text, style="dim")
-        return Text.from_ansi(built, no_wrap=True)
+        return picture_text(picture)
