@@ -18,7 +18,7 @@ import plotext._utility as plotext_utility
 
 from ocms_tui import plotext_speedups
 from ocms_tui.axis_range import y_axis
-from ocms_tui.downsample import m4
+from ocms_tui.downsample import M4Memo, m4
 from ocms_tui.pyramid import MinMaxPyramid
 from ocms_tui.ticks import log_ticks, nice_ticks, spaced_ticks, tick_count, tick_labels
 
@@ -221,6 +221,9 @@ class ChartCanvas:
         """The x axis of the last build (None: nothing drawn)."""
         self.drawn: Plan | None = None
         self._drawn_key: tuple[Any, ...] | None = None
+        # Per drawn series (its pyramid, its first row): the last M4's columns, so that a
+        # grown series is reduced again in its changed columns only.
+        self._m4_memos: dict[tuple[int, int], M4Memo] = {}
 
     def build(self, series: list[Series], request: PlotRequest, reduce: bool = True) -> str | None:
         """plotext's output (ANSI text) for `series`, or None when nothing is drawable.
@@ -307,7 +310,12 @@ class ChartCanvas:
             ticks = nice_ticks(low, high)
             x_ticks = (tuple(ticks), tuple(tick_labels(ticks)))
         drawable: list[tuple[Series, np.ndarray, npt.NDArray[np.float64]]] = []
+        memos: dict[tuple[int, int], M4Memo] = {}
         for line in series:
+            memo = None
+            if line.pyramid is not None:
+                memo_key = (id(line.pyramid), line.rows[0] if line.rows else 0)
+                memo = memos[memo_key] = self._m4_memos.get(memo_key) or M4Memo()
             if canvas_columns is None:
                 steps, values = line.drawn_steps, line.drawn_values
                 keep = np.isfinite(values) & (steps >= low) & (steps <= high)
@@ -321,9 +329,11 @@ class ChartCanvas:
                     x_sorted=line.steps_sorted,
                     pyramid=line.pyramid if line.steps_sorted else None,
                     rows=line.rows,
+                    memo=memo,
                 )
             if values.size:
                 drawable.append((line, steps, values))
+        self._m4_memos = memos
         if not drawable:
             # Nothing to draw (e.g. only non-positive values on a log axis): plotext would
             # fail on an empty log axis.
