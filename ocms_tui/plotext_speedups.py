@@ -77,13 +77,11 @@ def _pixel_keys(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
     return (xs - int(xs.min())) * (int(ys.max()) - low_y + 1) + (ys - low_y)
 
 
-def get_lines(x: list[Any], y: list[Any], *other: list[Any]) -> list[Any]:
-    """plotext's `get_lines`: the points of the straight lines between consecutive points,
-    each line's last point left to the next line, and `other` (markers, colours, styles)
-    repeated along."""
-    xs, ys = (_integers(x), _integers(y)) if len(x) >= 2 and len(x) == len(y) else (None, None)
-    if xs is None or ys is None or any(len(values) != len(x) for values in other):
-        return _ORIGINAL_GET_LINES(x, y, *other)
+def line_pixels(xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`get_lines` on int64 pixel arrays: the line's pixels, and for each the index of the
+    point whose line it belongs to."""
+    if xs.size < 2:
+        return xs, ys, np.arange(xs.size)
     x0, y0 = xs[:-1], ys[:-1]
     dx, dy = xs[1:] - x0, ys[1:] - y0
     # get_line: max(|dx|, |dy|) + 1 points, the last one dropped (the next line's first).
@@ -96,7 +94,17 @@ def get_lines(x: list[Any], y: list[Any], *other: list[Any]) -> list[Any]:
     line_y = y0[segment] + offsets * (dy[segment] / steps[segment])
     line_x = np.append(line_x.astype(np.int64), xs[-1])
     line_y = np.append(line_y.astype(np.int64), ys[-1])
-    source = np.append(segment, xs.size - 1)
+    return line_x, line_y, np.append(segment, xs.size - 1)
+
+
+def get_lines(x: list[Any], y: list[Any], *other: list[Any]) -> list[Any]:
+    """plotext's `get_lines`: the points of the straight lines between consecutive points,
+    each line's last point left to the next line, and `other` (markers, colours, styles)
+    repeated along."""
+    xs, ys = (_integers(x), _integers(y)) if len(x) >= 2 and len(x) == len(y) else (None, None)
+    if xs is None or ys is None or any(len(values) != len(x) for values in other):
+        return _ORIGINAL_GET_LINES(x, y, *other)
+    line_x, line_y, source = line_pixels(xs, ys)
     return [_pixels(line_x), _pixels(line_y), *(_repeated(values, source) for values in other)]
 
 
@@ -146,11 +154,43 @@ def get_matrix_data(data: list[Any], lim: list[Any], bins: int) -> list[Any]:
     values = np.fromiter(data, dtype=np.float64, count=len(data))
     if not np.isfinite(values).all():
         return _ORIGINAL_GET_MATRIX_DATA(data, lim, bins)
+    return _pixels(matrix_pixels(values, lim, bins))
+
+
+def matrix_pixels(values: np.ndarray, lim: list[float], bins: int) -> np.ndarray:
+    """`get_matrix_data` of finite float64 `values` with float limits, as an int64 array
+    (a few values go through plotext's own code, as `get_matrix_data` sends them)."""
+    if values.size < _FEW_POINTS:
+        return np.array(_ORIGINAL_GET_MATRIX_DATA(values.tolist(), lim, bins), dtype=np.int64)
     scaled = 0.5 + (bins - 1) * (values - lim[0]) / (lim[1] - lim[0])
     scaled = scaled * 10**8
     floor = np.floor(scaled)
     rounded = np.where(scaled - floor < 0.5, floor, np.ceil(scaled)) * 10 ** (-8)
-    return _pixels(np.floor(rounded).astype(np.int64))
+    return np.floor(rounded).astype(np.int64)
+
+
+def limits(arrays: list[np.ndarray]) -> list[Any]:
+    """`get_lim` of the joined float64 `arrays` (as lists of floats they would be)."""
+    joined = np.concatenate(arrays) if arrays else np.zeros(0)
+    if joined.size < _FEW_POINTS:
+        return _ORIGINAL_GET_LIM(joined.tolist())
+    return _ORIGINAL_GET_LIM(joined.tolist()) if _ambiguous(joined) else _extremes(joined)
+
+
+def _extremes(values: np.ndarray) -> list[Any]:
+    return [float(values.min()), float(values.max())]
+
+
+def _ambiguous(values: np.ndarray) -> bool:
+    """Where numpy's extremes may differ from plotext's: NaN, all equal, zeros of both
+    signs."""
+    low, high = float(values.min()), float(values.max())
+    if low != low or low == high:
+        return True
+    if low == 0.0 or high == 0.0:
+        signs = np.signbit(values[values == 0.0])
+        return bool(signs.any() and not signs.all())
+    return False
 
 
 def brush(*lists: list[Any]) -> list[Any]:
@@ -203,14 +243,7 @@ def get_lim(data: list[Any]) -> list[Any]:
     if len(data) < _FEW_POINTS or set(map(type, data)) != _FLOAT:
         return _ORIGINAL_GET_LIM(data)
     values = np.fromiter(data, dtype=np.float64, count=len(data))
-    low, high = float(values.min()), float(values.max())  # NaN propagates to both
-    if low != low or low == high:
-        return _ORIGINAL_GET_LIM(data)
-    if low == 0.0 or high == 0.0:
-        signs = np.signbit(values[values == 0.0])
-        if signs.any() and not signs.all():
-            return _ORIGINAL_GET_LIM(data)
-    return [low, high]
+    return _ORIGINAL_GET_LIM(data) if _ambiguous(values) else _extremes(values)
 
 
 def join(data: list[Any]) -> list[Any]:

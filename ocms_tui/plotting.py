@@ -9,7 +9,7 @@ series would.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -143,12 +143,15 @@ def grown_extent(
 
 @dataclass(frozen=True)
 class PlotLine:
-    """One series as plotext is given it: the points (M4-reduced, y as the axis draws it)."""
+    """One series as plotext is given it: the points (M4-reduced, y as the axis draws it),
+    as the lists plotext takes and as the float64 arrays they were made from."""
 
     marker: str
     color: RGB
     steps: list[float]
     values: list[float]
+    step_array: npt.NDArray[np.float64] = field(compare=False, repr=False)
+    value_array: npt.NDArray[np.float64] = field(compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -221,6 +224,7 @@ class ChartCanvas:
         """The x axis of the last build (None: nothing drawn)."""
         self.drawn: Plan | None = None
         self._drawn_key: tuple[Any, ...] | None = None
+        self._keyed: tuple[Plan, tuple[int, int], tuple[Any, ...]] | None = None
         # Per drawn series (its pyramid, its first row): the last M4's columns, so that a
         # grown series is reduced again in its changed columns only.
         self._m4_memos: dict[tuple[int, int], M4Memo] = {}
@@ -344,19 +348,30 @@ class ChartCanvas:
         if not axis.ticks:  # a plain axis: round, short ticks instead of plotext's own
             ticks = _value_ticks(_finite_range([values for _, _, values in drawable]), request)
             y_ticks = (tuple(ticks), tuple(tick_labels(ticks))) if ticks else None
-        lines = tuple(
+        lines = []
+        for line, steps, values in drawable:
             # Steps as floats: plotext turns them into floats anyway, and float lists take
             # the numpy path of plotext_speedups.get_matrix_data.
-            PlotLine(
-                line.marker,
-                line.color,
-                steps.astype(np.float64).tolist(),
-                axis.drawn(values).tolist(),
+            step_array, value_array = steps.astype(np.float64), axis.drawn(values)
+            lines.append(
+                PlotLine(
+                    line.marker,
+                    line.color,
+                    step_array.tolist(),
+                    value_array.tolist(),
+                    step_array,
+                    value_array,
+                )
             )
-            for line, steps, values in drawable
-        )
         return Plan(
-            request, extent, data_through, canvas_columns, x_ticks, y_ticks, axis.plotext_log, lines
+            request,
+            extent,
+            data_through,
+            canvas_columns,
+            x_ticks,
+            y_ticks,
+            axis.plotext_log,
+            tuple(lines),
         )
 
     def _render(self, plan: Plan) -> Picture | None:
@@ -389,28 +404,37 @@ class ChartCanvas:
 
     def _key(self, plan: Plan, canvas_columns: int) -> tuple[Any, ...]:
         """What decides the picture of `plan` on a canvas `canvas_columns` wide: plotext's
-        inputs except the points, and instead of the points, the pixels their lines light."""
+        inputs except the points, and instead of the points, the pixels their lines light.
+        Kept with the plan: a plan checked by `shows()` and then drawn is keyed once."""
+        cached = self._keyed
+        if (
+            cached is not None
+            and cached[0] is plan
+            and cached[1] == (canvas_columns, self._canvas_rows)
+        ):
+            return cached[2]
         # plotext's own arithmetic: its helpers, or the numpy ones proven equal to them.
-        utility, faster = plotext_utility, plotext_speedups
+        faster = plotext_speedups
         request = plan.request
-        values = [utility.apply_scale(line.values, plan.plotext_log) for line in plan.lines]
-        y_limits = faster.get_lim(faster.join(values))
+        if plan.plotext_log:  # plotext's log10, value by value (numpy's may differ by an ulp)
+            values = [np.array(plotext_utility.log(line.values)) for line in plan.lines]
+        else:
+            values = [line.value_array for line in plan.lines]
+        y_limits = faster.limits(values)
         if plan.x_ticks is not None:  # the x axis was set (see _render)
             x_limits = [float(plan.extent[0]), float(plan.extent[1])]
         else:
-            x_limits = faster.get_lim(faster.join([line.steps for line in plan.lines]))
+            x_limits = faster.limits([line.step_array for line in plan.lines])
         lit = []
         for line, shown in zip(plan.lines, values, strict=True):
-            across = utility.marker_factor(line.marker, 2, 2, 2)
-            down = utility.marker_factor(line.marker, 2, 3, 4)
-            x = faster.get_matrix_data(line.steps, x_limits, canvas_columns * across)
-            y = faster.get_matrix_data(shown, y_limits, self._canvas_rows * down)
-            x, y = faster.get_lines(x, y, [line.marker] * len(x))[:2]
-            pixels = np.unique(
-                np.asarray(x, dtype=np.int64) * (self._canvas_rows * down + 1) + np.asarray(y)
-            )
-            lit.append((line.marker, line.color, pixels.tobytes()))
-        return (
+            across = plotext_utility.marker_factor(line.marker, 2, 2, 2)
+            down = plotext_utility.marker_factor(line.marker, 2, 3, 4)
+            width, height = canvas_columns * across, self._canvas_rows * down
+            x = faster.matrix_pixels(line.step_array, x_limits, width)
+            y = faster.matrix_pixels(shown, y_limits, height)
+            x, y, _ = faster.line_pixels(x, y)
+            lit.append((line.marker, line.color, _lit_pixels(x, y, width, height)))
+        key = (
             request.width,
             request.height,
             request.theme,
@@ -424,6 +448,18 @@ class ChartCanvas:
             self._canvas_rows,
             tuple(lit),
         )
+        self._keyed = (plan, (canvas_columns, self._canvas_rows), key)
+        return key
+
+
+def _lit_pixels(x: np.ndarray, y: np.ndarray, width: int, height: int) -> bytes:
+    """The set of pixels (x, y) as bytes: a bitmap of the canvas, then any pixel outside it
+    (sorted), so that equal sets give equal bytes."""
+    inside = (x >= 0) & (x < width) & (y >= 0) & (y < height)
+    bitmap = np.zeros(width * height, dtype=bool)
+    bitmap[x[inside] * height + y[inside]] = True
+    outside = np.unique(x[~inside] * (height + 1) + y[~inside]) if not inside.all() else x[:0]
+    return np.packbits(bitmap).tobytes() + outside.tobytes()
 
 
 def _finite_range(arrays: list[np.ndarray]) -> tuple[float, float]:

@@ -157,3 +157,27 @@ async def test_a_followed_run_builds_when_a_row_changes_the_plot_and_only_then(
         await wait_for_text(pilot, "7.25")
         assert plot.builds == builds + 1 and str(plot.render()) != picture
         assert plot.drawn_through == ROWS + 4
+
+
+async def test_the_plot_is_painted_as_textual_paints_its_text(tmp_path: Path) -> None:
+    """The strips made from plotext's matrix are, segment for segment and style for style
+    (offsets included), those Textual makes of the picture's text, in every theme."""
+    from textual.visual import Visual, visualize
+
+    write_layout(tmp_path, {"loss": ["loss", "eval_loss"], "lr": ["lr"]})
+    rows = [f"{step},{_value(step)!r},{step * 0.5!r}" for step in range(3000)]
+    append_rows(tmp_path / "loss.csv", rows)
+    append_rows(tmp_path / "lr.csv", [f"{step},{1 / (step + 1)!r}" for step in range(3000)])
+    app = OcmsApp(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_text(pilot, "step 2,999 · 3,000 rows")
+        for theme in ("textual-dark", "textual-light", "nord"):
+            app.theme = theme
+            await pilot.pause()
+            for panel in app.query(ChartPanel):
+                plot = panel.plot
+                width, height = plot.size
+                painted = [plot.render_line(y) for y in range(height)]
+                text = visualize(plot, plot.render(), markup=False)
+                expected = Visual.to_strips(plot, text, width, height, plot.visual_style)
+                assert [list(strip) for strip in painted] == [list(strip) for strip in expected]

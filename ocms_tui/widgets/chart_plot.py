@@ -12,9 +12,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.app import RenderResult
+from textual.content import Content
+from textual.strip import Strip
+from textual.style import Style as VisualStyle
 from textual_plotext import PlotextPlot
 
 from ocms_tui.plotting import ChartCanvas, Picture, Plan, PlotRequest, Series
@@ -28,6 +32,7 @@ BuildKey = tuple[int, int, str, int]  # width, height, theme, generation
 # `Text.from_ansi` gives plotext's text, without building and parsing that text.
 _STYLES: dict[str, Style | None] = {}
 _MAX_STYLES = 1024  # codes come from a small palette and a theme; a bound all the same
+_MAX_PLACED_STYLES = 1 << 15  # (code, offset) pairs: a big plot's runs, a bound all the same
 
 
 def _style(code: str) -> Style | None:
@@ -50,6 +55,53 @@ def picture_text(picture: Picture) -> Text:
     return text
 
 
+class _CellStyles:
+    """The Rich style of every run of a picture as Textual's own text path gives it: the
+    widget's style plus the run's colours (found once per plotext colour code by rendering
+    one such cell the way Textual renders the picture's text), tagged with the run's offset
+    as Textual tags text for selection. Kept per code and offset: most runs of a new picture
+    sit where the last one had them."""
+
+    def __init__(self) -> None:
+        self._combined: dict[str, VisualStyle] = {}
+        self._placed: dict[tuple[str, int, int], Style] = {}
+        self._base: VisualStyle | None = None
+
+    def _style(self, code: str, x: int, y: int) -> Style:
+        key = (code, x, y)
+        found = self._placed.get(key)
+        if found is None:
+            combined = self._combined.get(code)
+            if combined is None:
+                cell = Content.from_rich_text(Text("x", _style(code) if code else None))
+                base = self._base or VisualStyle.null()
+                ((_, text_style),) = cell.render(base, end="")
+                combined = self._combined[code] = base + text_style
+            if len(self._placed) >= _MAX_PLACED_STYLES:
+                self._placed.clear()
+            found = self._placed[key] = combined.rich_style_with_offset(x, y)
+        return found
+
+    def strips(self, widget: ChartPlot, picture: Picture) -> list[Strip]:
+        """The picture's lines as Textual strips: the segments Textual makes of the
+        picture's text (one per run of one colour), without going through that text."""
+        base = widget.visual_style
+        if base != self._base:  # new colours (a theme, focus): styles found again
+            self._base = base
+            self._combined.clear()
+            self._placed.clear()
+        width, height = widget.size
+        lines = []
+        for y, row in enumerate(picture.rows[:height]):
+            segments = []
+            x = 0
+            for chars, code in row:
+                segments.append(Segment(chars, self._style(code, x, y)))
+                x += len(chars)
+            lines.append(Strip(segments, x).crop(0, width))
+        return lines
+
+
 class ChartPlot(PlotextPlot):
     DEFAULT_CSS = """
     ChartPlot {
@@ -68,6 +120,10 @@ class ChartPlot(PlotextPlot):
         self._built_key: BuildKey | None = None
         self._planned: tuple[BuildKey, Plan, list[Series]] | None = None
         self._rendered: Text = Text()
+        self._picture: Picture | None = None
+        # The picture's lines, made when painted, and the widget style they were made for.
+        self._strips: tuple[VisualStyle, list[Strip]] | None = None
+        self._cell_styles = _CellStyles()
         self.build_seconds = 0.0
         """How long the last build took (prepare, M4, plotext, text)."""
         self.built_at = float("-inf")
@@ -116,24 +172,46 @@ class ChartPlot(PlotextPlot):
         return self._get_plotext_theme_name(self.app.theme)
 
     def render(self) -> RenderResult:
+        """The empty-text case (and any caller asking for the text): the picture as text."""
+        self._ensure_built()
+        if self._picture is not None:
+            return picture_text(self._picture)
+        return self._rendered
+
+    def render_line(self, y: int) -> Strip:
+        """A picture is painted from strips made straight from plotext's matrix; the empty
+        text goes Textual's own way."""
+        self._ensure_built()
+        if self._picture is None:
+            return super().render_line(y)
+        style = self.visual_style
+        if self._strips is None or self._strips[0] != style:  # new colours: made again
+            self._strips = (style, self._cell_styles.strips(self, self._picture))
+        strips = self._strips[1]
+        if y < len(strips):
+            return strips[y]
+        return Strip.blank(self.size.width, style.rich_style)
+
+    def _ensure_built(self) -> None:
         width, height = self.size
         theme = self._theme()
         key = (width, height, theme, self._generation)
         if key != self._built_key:
             started = time.perf_counter()
-            self._rendered = self._build(key)
+            self._picture = self._build(key)
+            self._strips = None
             self.build_seconds = time.perf_counter() - started
             self.built_at = time.monotonic()
             self.builds += 1
             self._built_key = key
-        return self._rendered
 
     def _plan(self, width: int, height: int, theme: str) -> tuple[list[Series], Plan | None]:
         series, log_y, x_range = self._source()
         request = PlotRequest(width, height, log_y=log_y, x_range=x_range, theme=theme)
         return series, self._canvas.plan(series, request) if series else None
 
-    def _build(self, key: BuildKey) -> Text:
+    def _build(self, key: BuildKey) -> Picture | None:
+        """The picture for `key`, or None (and the empty text) when nothing is drawable."""
         if self._planned is not None and self._planned[0] == key:
             _, plan, series = self._planned
         else:
@@ -142,6 +220,5 @@ class ChartPlot(PlotextPlot):
         if plan is None:
             self._canvas.forget()
         picture = self._canvas.draw(plan, series) if plan is not None else None
-        if picture is None:
-            return Text(self.empty_text, style="dim")
-        return picture_text(picture)
+        self._rendered = Text(self.empty_text, style="dim") if picture is None else Text()
+        return picture
