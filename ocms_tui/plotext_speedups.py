@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import plotext._utility as plotext_utility
+from plotext._matrix import matrix_class
 
 _ORIGINAL_GET_LINES: Callable[..., list[Any]] = plotext_utility.get_lines
 _ORIGINAL_HD_GROUP: Callable[..., tuple[Any, Any, Any]] = plotext_utility.hd_group
@@ -30,6 +31,8 @@ _ORIGINAL_GET_MATRIX_DATA: Callable[..., list[Any]] = plotext_utility.get_matrix
 _ORIGINAL_REMOVE_OUTSIDERS: Callable[..., list[Any]] = plotext_utility.remove_outsiders
 _ORIGINAL_GET_LIM: Callable[..., list[Any]] = plotext_utility.get_lim
 _ORIGINAL_JOIN: Callable[..., list[Any]] = plotext_utility.join
+_ORIGINAL_INSERT_ELEMENT: Callable[..., None] = matrix_class.insert_element
+_ORIGINAL_SET_MATRICES: Callable[..., None] = matrix_class.set_matrices
 # Below this many points numpy's per-call cost outweighs the loop it replaces.
 _FEW_POINTS = 32
 _INT = frozenset({int})
@@ -260,6 +263,45 @@ def join(data: list[Any]) -> list[Any]:
     return joined
 
 
+def insert_element(
+    self: Any,
+    col: int,
+    row: int,
+    marker: str,
+    fullground: Any = None,
+    style: Any = None,
+    background: Any = None,
+    check_canvas: bool = False,
+) -> None:
+    """plotext's `matrix_class.insert_element` (one cell's character and colours, where the
+    matrix has it) in one call instead of six."""
+    if check_canvas is not False and not (col in self.Cols_canvas and row in self.Rows_canvas):
+        return
+    if col in self.Cols and row in self.Rows:
+        self.marker[row][col] = marker
+        if fullground is not None:
+            self.fullground[row][col] = fullground
+        if background is not None:
+            self.background[row][col] = background
+        if style is not None:
+            self.style[row][col] = style
+
+
+def set_matrices(self: Any) -> None:
+    """plotext's `matrix_class.set_matrices`: blank characters and colours, the canvas area
+    in the canvas colour, the rest in the axes colour; row by row instead of cell by cell."""
+    columns = self.cols
+    self.marker = [[plotext_utility.space] * columns for _ in self.Rows]
+    self.fullground = [[plotext_utility.no_color] * columns for _ in self.Rows]
+    inside = [column in self.Cols_canvas for column in self.Cols]
+    canvas_row = [self.canvas_color if cell else self.axes_color for cell in inside]
+    self.background = [
+        list(canvas_row) if row in self.Rows_canvas else [self.axes_color] * columns
+        for row in self.Rows
+    ]
+    self.style = [[plotext_utility.no_color] * columns for _ in self.Rows]
+
+
 _REPLACED = {
     "get_lines": (get_lines, _ORIGINAL_GET_LINES),
     "hd_group": (hd_group, _ORIGINAL_HD_GROUP),
@@ -269,15 +311,23 @@ _REPLACED = {
     "get_lim": (get_lim, _ORIGINAL_GET_LIM),
     "join": (join, _ORIGINAL_JOIN),
 }
+_REPLACED_METHODS = {
+    "insert_element": (insert_element, _ORIGINAL_INSERT_ELEMENT),
+    "set_matrices": (set_matrices, _ORIGINAL_SET_MATRICES),
+}
 
 
 def install() -> None:
     """Make plotext use these (idempotent)."""
     for name, (faster, _) in _REPLACED.items():
         setattr(plotext_utility, name, faster)
+    for name, (faster, _) in _REPLACED_METHODS.items():
+        setattr(matrix_class, name, faster)
 
 
 def uninstall() -> None:
     """plotext's own helpers again (tests compare the two)."""
     for name, (_, original) in _REPLACED.items():
         setattr(plotext_utility, name, original)
+    for name, (_, original) in _REPLACED_METHODS.items():
+        setattr(matrix_class, name, original)

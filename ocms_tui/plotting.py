@@ -271,11 +271,15 @@ class ChartCanvas:
         self.drawn = plan
         return True
 
-    def forget(self) -> None:
-        """Nothing is on screen from this canvas any more (the owner shows something else)."""
+    def forget(self, reductions: bool = False) -> None:
+        """Nothing is on screen from this canvas any more (the owner shows something else).
+        `reductions`: forget the kept M4 columns too, so that the next build reduces every
+        column again (a benchmark of whole builds)."""
         self.extent = None
         self.drawn = None
         self._drawn_key = None
+        if reductions:
+            self._m4_memos = {}
 
     def draw(self, plan: Plan, series: list[Series]) -> Picture | None:
         """Build `plan` with plotext (None: nothing drawable). When the y labels took another
