@@ -17,6 +17,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.app import RenderResult
 from textual.content import Content
+from textual.geometry import Region
 from textual.strip import Strip
 from textual.style import Style as VisualStyle
 from textual_plotext import PlotextPlot
@@ -53,6 +54,17 @@ def picture_text(picture: Picture) -> Text:
             text.append(chars, _style(code) if code else None)
         text.append("\n")  # every row ends with one, the last too, as plotext's text does
     return text
+
+
+def _runs(numbers: list[int]) -> list[tuple[int, int]]:
+    """Sorted numbers as (first, last) of each run of consecutive ones."""
+    runs: list[tuple[int, int]] = []
+    for number in numbers:
+        if runs and number == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], number)
+        else:
+            runs.append((number, number))
+    return runs
 
 
 class _CellStyles:
@@ -131,13 +143,36 @@ class ChartPlot(PlotextPlot):
         self.builds = 0
         self.unchanged = 0
         """Invalidations whose picture was the one on screen: no build, no repaint."""
+        self.lines_repainted = 0
+        """Lines repainted for new pictures of a painted plot (only those that changed)."""
 
     def invalidate(self) -> None:
         """The data or the view changed: build again at the next render, unless the picture
-        would be the one on screen."""
+        would be the one on screen. A new picture of one already painted is built at once
+        and only its lines that differ are repainted (a followed run: the last columns)."""
         self._generation += 1
-        if not self._still_shown():
+        if self._still_shown():
+            return
+        if self._planned is None or self._strips is None:
             self.refresh()
+            return
+        style, painted = self._strips
+        self._ensure_built()
+        if self._picture is None or style != self.visual_style:
+            self.refresh()
+            return
+        lines = self._cell_styles.strips(self, self._picture)
+        self._strips = (style, lines)
+        if len(lines) != len(painted):
+            self.refresh()
+            return
+        width = self.size.width
+        changed = [y for y, (old, new) in enumerate(zip(painted, lines, strict=True)) if old != new]
+        self.lines_repainted += len(changed)
+        # One region per run of changed lines: the compositor repaints (and writes to the
+        # terminal) those lines only.
+        for first, last in _runs(changed):
+            self.refresh(Region(0, first, width, last - first + 1))
 
     def _still_shown(self) -> bool:
         """Plan the new picture now (when one is on screen at this size and theme) and tell
