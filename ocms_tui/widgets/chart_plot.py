@@ -1,10 +1,12 @@
 """ChartPlot: a textual-plotext plot that rebuilds only when something it shows changed.
 
 textual-plotext's PlotextPlot rebuilds the whole plotext figure on every render. Here the
-built text is cached under (size, theme, generation): the owner bumps the generation with
+built picture is cached under (size, theme, generation): the owner bumps the generation with
 `invalidate()` when data or view settings changed. New data that lights no other pixel
 (most new rows of a long run) costs neither a plotext build nor a repaint: `invalidate()`
-plans the picture at once and compares its pixels with those on screen.
+plans the picture at once and compares its pixels with those on screen. A new picture is
+painted from strips made straight from plotext's matrix, and of a plot already painted only
+the lines that changed are repainted.
 """
 
 from __future__ import annotations
@@ -137,7 +139,7 @@ class ChartPlot(PlotextPlot):
         self._strips: tuple[VisualStyle, list[Strip]] | None = None
         self._cell_styles = _CellStyles()
         self.build_seconds = 0.0
-        """How long the last build took (prepare, M4, plotext, text)."""
+        """How long the last build took (plan, M4, plotext, its matrix read as runs)."""
         self.built_at = float("-inf")
         """time.monotonic() of the last build."""
         self.builds = 0
