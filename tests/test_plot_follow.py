@@ -212,3 +212,27 @@ async def test_only_the_changed_lines_are_repainted_and_the_screen_is_whole(
             await pilot.pause()
             assert screen_lines(app) == shown
         assert partial > 0  # some new rows changed only a few lines of the plot
+
+
+async def test_a_plot_not_on_screen_is_not_built_until_shown(tmp_path: Path) -> None:
+    """With one chart maximised, new rows build only the shown chart's plot; the others are
+    built when the grid shows them again, with the rows that arrived meanwhile."""
+    write_layout(tmp_path, {"loss": ["loss"], "lr": ["lr"]})
+    append_rows(tmp_path / "loss.csv", [f"{step},{_value(step)!r}" for step in range(500)])
+    append_rows(tmp_path / "lr.csv", [f"{step},{_value(step)!r}" for step in range(500)])
+    app = OcmsApp(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_text(pilot, "step 499 · 500 rows")
+        loss, lr = list(app.query(ChartPanel))
+        loss.focus()
+        await pilot.press("enter")  # maximise the loss chart
+        await wait_for(pilot, lambda: not lr.plot.region)
+        builds = lr.plot.builds
+        for step in range(500, 503):
+            append_rows(tmp_path / "loss.csv", [f"{step},{9.0 + step!r}"])
+            append_rows(tmp_path / "lr.csv", [f"{step},{9.0 + step!r}"])
+            await wait_for(pilot, lambda shown=step: loss.plot.drawn_through == shown)
+        assert lr.plot.builds == builds and lr.plot.is_stale
+        await pilot.press("escape")  # the grid again
+        await wait_for(pilot, lambda: lr.plot.drawn_through == 502)
+        assert lr.plot.builds > builds  # built for the grid (its layout may take two sizes)

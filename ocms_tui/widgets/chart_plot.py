@@ -153,6 +153,10 @@ class ChartPlot(PlotextPlot):
         would be the one on screen. A new picture of one already painted is built at once
         and only its lines that differ are repainted (a followed run: the last columns)."""
         self._generation += 1
+        if not self.region:  # not on screen (another chart maximised): built when shown
+            self._planned = None
+            self.refresh()
+            return
         if self._still_shown():
             return
         if self._planned is None or self._strips is None:
