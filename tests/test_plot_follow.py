@@ -183,37 +183,6 @@ async def test_the_plot_is_painted_as_textual_paints_its_text(tmp_path: Path) ->
                 assert [list(strip) for strip in painted] == [list(strip) for strip in expected]
 
 
-async def test_only_the_changed_lines_are_repainted_and_the_screen_is_whole(
-    tmp_path: Path,
-) -> None:
-    """1,000 rows: each new row changes the last columns of the plot; only the lines that
-    differ are repainted, and the screen is then exactly what a full repaint shows."""
-    from app_support import screen_lines
-
-    write_layout(tmp_path, {"loss": ["loss", "eval_loss"]})
-    append_rows(tmp_path / "loss.csv", [f"{step},{_value(step)!r}," for step in range(1000)])
-    app = OcmsApp(tmp_path)
-    async with app.run_test(size=SIZE) as pilot:
-        await wait_for_text(pilot, "step 999 · 1,000 rows")
-        plot = app.query_one(ChartPanel).plot
-        await wait_for(pilot, lambda: not plot.is_stale)
-        height = plot.size.height
-        partial = 0
-        for step in range(1000, 1012):
-            before = plot.lines_repainted
-            append_rows(tmp_path / "loss.csv", [f"{step},{0.45 + 0.01 * (step % 7)!r},"])
-            await wait_for_text(pilot, f"step {step:,} · {step + 1:,} rows")
-            await wait_for(pilot, lambda: not plot.is_stale)
-            await pilot.pause()
-            repainted = plot.lines_repainted - before
-            partial += 0 < repainted < height
-            shown = screen_lines(app)
-            plot.refresh()  # everything painted again from the same picture
-            await pilot.pause()
-            assert screen_lines(app) == shown
-        assert partial > 0  # some new rows changed only a few lines of the plot
-
-
 async def test_a_plot_not_on_screen_is_not_built_until_shown(tmp_path: Path) -> None:
     """With one chart maximised, new rows build only the shown chart's plot; the others are
     built when the grid shows them again, with the rows that arrived meanwhile."""

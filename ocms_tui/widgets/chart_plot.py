@@ -5,8 +5,7 @@ built picture is cached under (size, theme, generation): the owner bumps the gen
 `invalidate()` when data or view settings changed. New data that lights no other pixel
 (most new rows of a long run) costs neither a plotext build nor a repaint: `invalidate()`
 plans the picture at once and compares its pixels with those on screen. A new picture is
-painted from strips made straight from plotext's matrix, and of a plot already painted only
-the lines that changed are repainted.
+painted from strips made straight from plotext's matrix.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from rich.style import Style
 from rich.text import Text
 from textual.app import RenderResult
 from textual.content import Content
-from textual.geometry import Region
 from textual.strip import Strip
 from textual.style import Style as VisualStyle
 from textual_plotext import PlotextPlot
@@ -56,17 +54,6 @@ def picture_text(picture: Picture) -> Text:
             text.append(chars, _style(code) if code else None)
         text.append("\n")  # every row ends with one, the last too, as plotext's text does
     return text
-
-
-def _runs(numbers: list[int]) -> list[tuple[int, int]]:
-    """Sorted numbers as (first, last) of each run of consecutive ones."""
-    runs: list[tuple[int, int]] = []
-    for number in numbers:
-        if runs and number == runs[-1][1] + 1:
-            runs[-1] = (runs[-1][0], number)
-        else:
-            runs.append((number, number))
-    return runs
 
 
 class _CellStyles:
@@ -145,40 +132,17 @@ class ChartPlot(PlotextPlot):
         self.builds = 0
         self.unchanged = 0
         """Invalidations whose picture was the one on screen: no build, no repaint."""
-        self.lines_repainted = 0
-        """Lines repainted for new pictures of a painted plot (only those that changed)."""
 
     def invalidate(self) -> None:
         """The data or the view changed: build again at the next render, unless the picture
-        would be the one on screen. A new picture of one already painted is built at once
-        and only its lines that differ are repainted (a followed run: the last columns)."""
+        would be the one on screen."""
         self._generation += 1
         if not self.region:  # not on screen (another chart maximised): built when shown
             self._planned = None
             self.refresh()
             return
-        if self._still_shown():
-            return
-        if self._planned is None or self._strips is None:
+        if not self._still_shown():
             self.refresh()
-            return
-        style, painted = self._strips
-        self._ensure_built()
-        if self._picture is None or style != self.visual_style:
-            self.refresh()
-            return
-        lines = self._cell_styles.strips(self, self._picture)
-        self._strips = (style, lines)
-        if len(lines) != len(painted):
-            self.refresh()
-            return
-        width = self.size.width
-        changed = [y for y, (old, new) in enumerate(zip(painted, lines, strict=True)) if old != new]
-        self.lines_repainted += len(changed)
-        # One region per run of changed lines: the compositor repaints (and writes to the
-        # terminal) those lines only.
-        for first, last in _runs(changed):
-            self.refresh(Region(0, first, width, last - first + 1))
 
     def _still_shown(self) -> bool:
         """Plan the new picture now (when one is on screen at this size and theme) and tell
