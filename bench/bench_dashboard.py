@@ -1,38 +1,33 @@
-"""Figures 8, 9 and 11: the dashboard's drawing, first paint and idle CPU.
+"""Figures 8 and 9: the dashboard's drawing and first paint.
 
 8. Chart build: the 6 charts of a run, 4 series each, built by the dashboard's own builder
-   (`ChartCanvas`: M4 to the canvas width, then plotext, then Rich's ANSI parsing, as
-   ChartPlot does) at the plot sizes the app lays out on a 160x48 terminal, for 1,000,000 and
-   for 1,000 rows per chart.
+   (`ChartCanvas`: M4 to the canvas width, then plotext, its matrix read as runs of one
+   colour, as ChartPlot does before it paints) at the plot sizes the app lays out on a
+   160x48 terminal, for 1,000,000 and for 1,000 rows per chart. Every build reduces every
+   column (no M4 kept from the build before: that is what a followed run saves).
 9. First paint: from the start of the app (`OcmsApp` created and run headless with Textual's
    `run_test` at 160x48) to the moment every chart panel has rendered its plot with rows in
    it and its legend with the run's latest step, so the whole step range. A large CSV is
    shown from a sample of its rows first (and the status says it is loading) while every
    row is read; the note gives the time until every row is loaded as well.
-11. Idle CPU: the real `ocms-tui DIR` in a pseudo-terminal (160x48) following a run that the
-   recorder writes at 10 rows/s; CPU time of the dashboard process over the window, against
-   one core.
+Figure 11 (CPU idle and while following a run) is measured on the real command in tmux,
+idle and following apart: `bench_screen`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import statistics
-import struct
-import subprocess
-import threading
 import time
 from pathlib import Path
 
-from common import Row, Sizes, interleaved, make_row, ocms_tui_command, process_cpu_seconds, seconds
+from common import Row, Sizes, interleaved, make_row, seconds
 from data import Workspace
 from rich.text import Text
 from textual_plotext.plot import Plot
 
-from ocms_tui.demo import DemoTraining
 from ocms_tui.model import ChartData, RunModel
-from ocms_tui.plotting import ChartCanvas, PlotRequest, Series, series_color
+from ocms_tui.plotting import ChartCanvas, Picture, PlotRequest, Series, series_color
 from ocms_tui.widgets.chart_plot import ChartPlot
 
 TERMINAL = (160, 48)
@@ -61,7 +56,7 @@ class _ChartBuilder:
         self.request = PlotRequest(*size)
         self.canvas = ChartCanvas(Plot())
 
-    def build(self) -> Text:
+    def build(self) -> Picture:
         chart = self.chart
         steps = chart.steps()
         # As the panel draws: each series with the M4 pyramid kept with the data.
@@ -75,10 +70,12 @@ class _ChartBuilder:
             )
             for index in range(len(chart.y_axis))
         ]
-        built = self.canvas.build(series, self.request)
+        self.canvas.forget(reductions=True)
+        plan = self.canvas.plan(series, self.request)
+        built = self.canvas.draw(plan, series) if plan is not None else None
         if built is None:
             raise AssertionError(f"chart {chart.name} drew nothing")
-        return Text.from_ansi(built, no_wrap=True)
+        return built
 
 
 def figure_chart_build(sizes: Sizes, workspace: Workspace) -> Row:
@@ -185,85 +182,8 @@ def figure_first_paint(sizes: Sizes, workspace: Workspace) -> Row:
     )
 
 
-class _TerminalDrain(threading.Thread):
-    """Reads what the dashboard writes to its terminal, as a terminal would."""
-
-    def __init__(self, master: int) -> None:
-        super().__init__(name="bench-pty-drain", daemon=True)
-        self.master = master
-        self.bytes_read = 0
-
-    def run(self) -> None:
-        while True:
-            try:
-                chunk = os.read(self.master, 65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            self.bytes_read += len(chunk)
-
-
-def figure_idle_cpu(sizes: Sizes, workspace: Workspace) -> Row:
-    import fcntl
-    import termios
-
-    directory = workspace.scratch("idle-cpu")
-    window = sizes.idle_seconds
-    warm_up = 1.0 if sizes.is_tiny else 4.0
-    training = DemoTraining(directory, steps=10**7, rate_hz=10.0, backfill=1_000)
-    training.start()
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", TERMINAL[1], TERMINAL[0], 0, 0))
-    environment = {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor"}
-    dashboard = subprocess.Popen(
-        ocms_tui_command(str(directory)),
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        env=environment,
-        start_new_session=True,
-    )
-    os.close(slave)
-    drain = _TerminalDrain(master)
-    drain.start()
-    try:
-        time.sleep(warm_up)
-        if dashboard.poll() is not None:
-            raise AssertionError(f"the dashboard exited early with {dashboard.returncode}")
-        written_before, shown_before = training.steps_written, drain.bytes_read
-        cpu_before, wall_before = process_cpu_seconds(dashboard.pid), time.monotonic()
-        time.sleep(window)
-        cpu = process_cpu_seconds(dashboard.pid) - cpu_before
-        wall = time.monotonic() - wall_before
-        rows = training.steps_written - written_before
-        shown = drain.bytes_read - shown_before
-    finally:
-        os.write(master, b"q")
-        try:
-            dashboard.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            dashboard.terminate()
-            dashboard.wait(timeout=10)
-        training.stop()
-        os.close(master)
-    share = cpu / wall
-    return make_row(
-        f"idle CPU of `ocms-tui DIR` ({TERMINAL[0]}x{TERMINAL[1]} pty) following a run"
-        f" writing 10 rows/s, over {window:.0f} s",
-        f"{share:.2%} of a core",
-        "1 core",
-        share,
-        "< 0.03",
-        share < 0.03,
-        f"{cpu:.2f} s CPU in {wall:.0f} s while {rows} steps were logged to 6 charts;"
-        f" the dashboard wrote {shown / 1e3:.0f} kB to its terminal meanwhile",
-    )
-
-
 def run(sizes: Sizes, workspace: Workspace) -> list[Row]:
     return [
         figure_chart_build(sizes, workspace),
         figure_first_paint(sizes, workspace),
-        figure_idle_cpu(sizes, workspace),
     ]

@@ -50,7 +50,6 @@ class Sizes:
     slow_rounds: int  # timing rounds when a candidate takes seconds (pure-Python baselines)
     process_rounds: int  # timing rounds of whole commands (a fresh process each)
     latency_samples: int  # rows timed per write rate and watcher in the latency figure
-    idle_seconds: float  # how long the idle-CPU figure follows a live run
     first_paint_rounds: int
 
     @property
@@ -58,9 +57,9 @@ class Sizes:
         return self.name == "tiny"
 
 
-FULL = Sizes("full", 1_000_000, 1_000, 100_000, 9, 3, 5, 60, 60.0, 3)
-QUICK = Sizes("quick", 1_000_000, 1_000, 10_000, 5, 1, 2, 12, 30.0, 2)
-TINY = Sizes("tiny", 20_000, 1_000, 500, 2, 1, 1, 3, 2.0, 1)
+FULL = Sizes("full", 1_000_000, 1_000, 100_000, 9, 3, 5, 60, 3)
+QUICK = Sizes("quick", 1_000_000, 1_000, 10_000, 5, 1, 2, 12, 2)
+TINY = Sizes("tiny", 20_000, 1_000, 500, 2, 1, 1, 3, 1)
 
 
 @dataclass(frozen=True)

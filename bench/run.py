@@ -49,7 +49,7 @@ GROUPS: dict[str, tuple[str, Callable[[Sizes, Workspace], list[Row]]]] = {
     "load": ("2-3: cold load vs polars, csv.reader and TensorBoard", _module("bench_load")),
     "check": ("4-5: ocms-tui --check", _module("bench_check")),
     "follow": ("6-7: incremental refresh and latency", _module("bench_follow")),
-    "dashboard": ("8, 9, 11: chart build, first paint, idle CPU", _module("bench_dashboard")),
+    "dashboard": ("8, 9: chart build, first paint", _module("bench_dashboard")),
     "memory": ("10: memory per value", _module("bench_memory")),
     "import": ("import: TensorBoard reader vs TensorBoard's loaders", _module("bench_import")),
     "screen": (

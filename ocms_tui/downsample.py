@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -53,6 +53,7 @@ def m4(
     x_sorted: bool = False,
     pyramid: MinMaxPyramid | None = None,
     rows: tuple[int, int] | None = None,
+    memo: M4Memo | None = None,
 ) -> tuple[np.ndarray, FloatArray]:
     """Reduce (x, y) to at most four points per pixel column, keeping the drawn picture.
 
@@ -65,7 +66,9 @@ def m4(
     kept for `y` (extended here) answers each column's four points from block summaries
     instead of a pass over the points in view: the same points in O(width x log n); it is
     used for sorted x within an `x_range`. `rows` reduces only those rows [start, stop) of
-    x and y (one pass of a restarted run) without losing the pyramid's indexing.
+    x and y (one pass of a restarted run) without losing the pyramid's indexing. A `memo`
+    (with a pyramid) keeps each column's points: the next call for the same series, grown,
+    reduces only the columns whose rows changed (while a run is followed: the last).
     Returns new arrays (or the inputs, when there is nothing to drop); `x` keeps its dtype.
     """
     xs = np.asarray(x)
@@ -78,7 +81,7 @@ def m4(
         start = first + int(_search(xs[first:last], x_range[0], side="left"))
         stop = first + int(_search(xs[first:last], x_range[1], side="right"))
         if pyramid is not None and stop - start > 4 * width and width >= 1:
-            return _m4_pyramid(xs, ys, start, stop, x_range, width, pyramid)
+            return _m4_pyramid(xs, ys, start, stop, x_range, width, pyramid, memo)
         xs, ys = xs[start:stop], ys[start:stop]
     elif rows is not None:
         xs, ys = xs[first:last], ys[first:last]
@@ -111,6 +114,20 @@ def m4(
     return xs[index], ys[index]
 
 
+@dataclass
+class M4Memo:
+    """The columns of one series' last pyramid M4 and the points chosen in them. Valid for
+    that series only while its values are only appended to (what its pyramid assumes too)."""
+
+    pyramid: MinMaxPyramid | None = None
+    x_range: tuple[float, float] = (0.0, 0.0)
+    width: int = 0
+    starts: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+    stops: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+    index: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+    columns_reduced: int = 0  # columns the pyramid was asked about, all calls together
+
+
 def _m4_pyramid(
     xs: np.ndarray,
     ys: FloatArray,
@@ -119,15 +136,34 @@ def _m4_pyramid(
     x_range: tuple[float, float],
     width: int,
     pyramid: MinMaxPyramid,
+    memo: M4Memo | None = None,
 ) -> tuple[np.ndarray, FloatArray]:
     """M4 of the sorted rows [start, stop) by the pyramid. Gap rows stay in the columns'
     index ranges: the pyramid never picks them, so the columns match those of the finite
-    points that `m4` computes otherwise."""
+    points that `m4` computes otherwise. With a `memo` of the same series, range and width,
+    the leading columns whose rows are unchanged keep their points."""
     pyramid.extend(ys)
     lo, hi = float(x_range[0]), float(x_range[1])
     starts = start + _column_starts(xs[start:stop], lo, hi, width)
     stops = np.append(starts[1:], stop)
-    index = pyramid.m4_indices(ys, starts, stops)
+    same = 0
+    if (
+        memo is not None
+        and memo.pyramid is pyramid
+        and memo.x_range == (lo, hi)
+        and memo.width == width
+    ):
+        count = min(starts.size, memo.starts.size)
+        differs = (starts[:count] != memo.starts[:count]) | (stops[:count] != memo.stops[:count])
+        same = int(np.argmax(differs)) if differs.any() else count
+    boundary = int(starts[same]) if same < starts.size else stop
+    index = pyramid.m4_indices(ys, starts[same:], stops[same:])
+    if same and memo is not None:
+        index = np.concatenate((memo.index[memo.index < boundary], index))
+    if memo is not None:
+        memo.pyramid, memo.x_range, memo.width = pyramid, (lo, hi), width
+        memo.starts, memo.stops, memo.index = starts, stops, index
+        memo.columns_reduced += starts.size - same
     return xs[index], ys[index]
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import plotext._utility as plotext_utility
+from plotext._matrix import matrix_class
 
 _ORIGINAL_GET_LINES: Callable[..., list[Any]] = plotext_utility.get_lines
 _ORIGINAL_HD_GROUP: Callable[..., tuple[Any, Any, Any]] = plotext_utility.hd_group
@@ -30,6 +31,8 @@ _ORIGINAL_GET_MATRIX_DATA: Callable[..., list[Any]] = plotext_utility.get_matrix
 _ORIGINAL_REMOVE_OUTSIDERS: Callable[..., list[Any]] = plotext_utility.remove_outsiders
 _ORIGINAL_GET_LIM: Callable[..., list[Any]] = plotext_utility.get_lim
 _ORIGINAL_JOIN: Callable[..., list[Any]] = plotext_utility.join
+_ORIGINAL_INSERT_ELEMENT: Callable[..., None] = matrix_class.insert_element
+_ORIGINAL_SET_MATRICES: Callable[..., None] = matrix_class.set_matrices
 # Below this many points numpy's per-call cost outweighs the loop it replaces.
 _FEW_POINTS = 32
 _INT = frozenset({int})
@@ -77,13 +80,11 @@ def _pixel_keys(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
     return (xs - int(xs.min())) * (int(ys.max()) - low_y + 1) + (ys - low_y)
 
 
-def get_lines(x: list[Any], y: list[Any], *other: list[Any]) -> list[Any]:
-    """plotext's `get_lines`: the points of the straight lines between consecutive points,
-    each line's last point left to the next line, and `other` (markers, colours, styles)
-    repeated along."""
-    xs, ys = (_integers(x), _integers(y)) if len(x) >= 2 and len(x) == len(y) else (None, None)
-    if xs is None or ys is None or any(len(values) != len(x) for values in other):
-        return _ORIGINAL_GET_LINES(x, y, *other)
+def line_pixels(xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`get_lines` on int64 pixel arrays: the line's pixels, and for each the index of the
+    point whose line it belongs to."""
+    if xs.size < 2:
+        return xs, ys, np.arange(xs.size)
     x0, y0 = xs[:-1], ys[:-1]
     dx, dy = xs[1:] - x0, ys[1:] - y0
     # get_line: max(|dx|, |dy|) + 1 points, the last one dropped (the next line's first).
@@ -96,7 +97,17 @@ def get_lines(x: list[Any], y: list[Any], *other: list[Any]) -> list[Any]:
     line_y = y0[segment] + offsets * (dy[segment] / steps[segment])
     line_x = np.append(line_x.astype(np.int64), xs[-1])
     line_y = np.append(line_y.astype(np.int64), ys[-1])
-    source = np.append(segment, xs.size - 1)
+    return line_x, line_y, np.append(segment, xs.size - 1)
+
+
+def get_lines(x: list[Any], y: list[Any], *other: list[Any]) -> list[Any]:
+    """plotext's `get_lines`: the points of the straight lines between consecutive points,
+    each line's last point left to the next line, and `other` (markers, colours, styles)
+    repeated along."""
+    xs, ys = (_integers(x), _integers(y)) if len(x) >= 2 and len(x) == len(y) else (None, None)
+    if xs is None or ys is None or any(len(values) != len(x) for values in other):
+        return _ORIGINAL_GET_LINES(x, y, *other)
+    line_x, line_y, source = line_pixels(xs, ys)
     return [_pixels(line_x), _pixels(line_y), *(_repeated(values, source) for values in other)]
 
 
@@ -146,11 +157,43 @@ def get_matrix_data(data: list[Any], lim: list[Any], bins: int) -> list[Any]:
     values = np.fromiter(data, dtype=np.float64, count=len(data))
     if not np.isfinite(values).all():
         return _ORIGINAL_GET_MATRIX_DATA(data, lim, bins)
+    return _pixels(matrix_pixels(values, lim, bins))
+
+
+def matrix_pixels(values: np.ndarray, lim: list[float], bins: int) -> np.ndarray:
+    """`get_matrix_data` of finite float64 `values` with float limits, as an int64 array
+    (a few values go through plotext's own code, as `get_matrix_data` sends them)."""
+    if values.size < _FEW_POINTS:
+        return np.array(_ORIGINAL_GET_MATRIX_DATA(values.tolist(), lim, bins), dtype=np.int64)
     scaled = 0.5 + (bins - 1) * (values - lim[0]) / (lim[1] - lim[0])
     scaled = scaled * 10**8
     floor = np.floor(scaled)
     rounded = np.where(scaled - floor < 0.5, floor, np.ceil(scaled)) * 10 ** (-8)
-    return _pixels(np.floor(rounded).astype(np.int64))
+    return np.floor(rounded).astype(np.int64)
+
+
+def limits(arrays: list[np.ndarray]) -> list[Any]:
+    """`get_lim` of the joined float64 `arrays` (as lists of floats they would be)."""
+    joined = np.concatenate(arrays) if arrays else np.zeros(0)
+    if joined.size < _FEW_POINTS:
+        return _ORIGINAL_GET_LIM(joined.tolist())
+    return _ORIGINAL_GET_LIM(joined.tolist()) if _ambiguous(joined) else _extremes(joined)
+
+
+def _extremes(values: np.ndarray) -> list[Any]:
+    return [float(values.min()), float(values.max())]
+
+
+def _ambiguous(values: np.ndarray) -> bool:
+    """Where numpy's extremes may differ from plotext's: NaN, all equal, zeros of both
+    signs."""
+    low, high = float(values.min()), float(values.max())
+    if low != low or low == high:
+        return True
+    if low == 0.0 or high == 0.0:
+        signs = np.signbit(values[values == 0.0])
+        return bool(signs.any() and not signs.all())
+    return False
 
 
 def brush(*lists: list[Any]) -> list[Any]:
@@ -203,14 +246,7 @@ def get_lim(data: list[Any]) -> list[Any]:
     if len(data) < _FEW_POINTS or set(map(type, data)) != _FLOAT:
         return _ORIGINAL_GET_LIM(data)
     values = np.fromiter(data, dtype=np.float64, count=len(data))
-    low, high = float(values.min()), float(values.max())  # NaN propagates to both
-    if low != low or low == high:
-        return _ORIGINAL_GET_LIM(data)
-    if low == 0.0 or high == 0.0:
-        signs = np.signbit(values[values == 0.0])
-        if signs.any() and not signs.all():
-            return _ORIGINAL_GET_LIM(data)
-    return [low, high]
+    return _ORIGINAL_GET_LIM(data) if _ambiguous(values) else _extremes(values)
 
 
 def join(data: list[Any]) -> list[Any]:
@@ -227,6 +263,45 @@ def join(data: list[Any]) -> list[Any]:
     return joined
 
 
+def insert_element(
+    self: Any,
+    col: int,
+    row: int,
+    marker: str,
+    fullground: Any = None,
+    style: Any = None,
+    background: Any = None,
+    check_canvas: bool = False,
+) -> None:
+    """plotext's `matrix_class.insert_element` (one cell's character and colours, where the
+    matrix has it) in one call instead of six."""
+    if check_canvas is not False and not (col in self.Cols_canvas and row in self.Rows_canvas):
+        return
+    if col in self.Cols and row in self.Rows:
+        self.marker[row][col] = marker
+        if fullground is not None:
+            self.fullground[row][col] = fullground
+        if background is not None:
+            self.background[row][col] = background
+        if style is not None:
+            self.style[row][col] = style
+
+
+def set_matrices(self: Any) -> None:
+    """plotext's `matrix_class.set_matrices`: blank characters and colours, the canvas area
+    in the canvas colour, the rest in the axes colour; row by row instead of cell by cell."""
+    columns = self.cols
+    self.marker = [[plotext_utility.space] * columns for _ in self.Rows]
+    self.fullground = [[plotext_utility.no_color] * columns for _ in self.Rows]
+    inside = [column in self.Cols_canvas for column in self.Cols]
+    canvas_row = [self.canvas_color if cell else self.axes_color for cell in inside]
+    self.background = [
+        list(canvas_row) if row in self.Rows_canvas else [self.axes_color] * columns
+        for row in self.Rows
+    ]
+    self.style = [[plotext_utility.no_color] * columns for _ in self.Rows]
+
+
 _REPLACED = {
     "get_lines": (get_lines, _ORIGINAL_GET_LINES),
     "hd_group": (hd_group, _ORIGINAL_HD_GROUP),
@@ -236,15 +311,23 @@ _REPLACED = {
     "get_lim": (get_lim, _ORIGINAL_GET_LIM),
     "join": (join, _ORIGINAL_JOIN),
 }
+_REPLACED_METHODS = {
+    "insert_element": (insert_element, _ORIGINAL_INSERT_ELEMENT),
+    "set_matrices": (set_matrices, _ORIGINAL_SET_MATRICES),
+}
 
 
 def install() -> None:
     """Make plotext use these (idempotent)."""
     for name, (faster, _) in _REPLACED.items():
         setattr(plotext_utility, name, faster)
+    for name, (faster, _) in _REPLACED_METHODS.items():
+        setattr(matrix_class, name, faster)
 
 
 def uninstall() -> None:
     """plotext's own helpers again (tests compare the two)."""
     for name, (_, original) in _REPLACED.items():
         setattr(plotext_utility, name, original)
+    for name, (_, original) in _REPLACED_METHODS.items():
+        setattr(matrix_class, name, original)

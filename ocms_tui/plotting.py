@@ -9,15 +9,16 @@ series would.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import plotext._utility as plotext_utility
 
 from ocms_tui import plotext_speedups
 from ocms_tui.axis_range import y_axis
-from ocms_tui.downsample import m4
+from ocms_tui.downsample import M4Memo, m4
 from ocms_tui.pyramid import MinMaxPyramid
 from ocms_tui.ticks import log_ticks, nice_ticks, spaced_ticks, tick_count, tick_labels
 
@@ -114,61 +115,215 @@ def x_extent(series: list[Series]) -> tuple[float, float] | None:
     return (min(lows), max(highs)) if lows else None
 
 
+# While rows arrive the x axis ends this share of its span past the last step, and keeps
+# that end until the rows reach it: a new row then changes the last pixel column at most,
+# not every column's M4 bucket, so most new rows at 1M change no pixel and cost no build.
+X_HEADROOM = 1 / 64
+ANSI_END = "\x1b[0m"  # plotext closes every run of one colour with it
+
+
+def grown_extent(
+    data: tuple[float, float], previous: tuple[float, float] | None
+) -> tuple[float, float]:
+    """The x axis for steps spanning `data`, given the axis drawn before. It always holds
+    every step (none hidden, the latest shown). Unchanged while the steps still fit and it
+    is no looser than X_HEADROOM; when the steps grow past it, it ends X_HEADROOM of the span
+    past the last step; anything else (a first draw, steps that shrank or start elsewhere)
+    gets the exact span of the steps."""
+    low, high = data
+    if previous is None or previous[0] != low or not high > low:
+        return data
+    headroom = (high - low) * X_HEADROOM
+    if high <= previous[1] <= high + headroom:
+        return previous
+    if previous[1] < high:
+        return (low, high + headroom)
+    return data
+
+
+@dataclass(frozen=True)
+class PlotLine:
+    """One series as plotext is given it: the points (M4-reduced, y as the axis draws it),
+    as the lists plotext takes and as the float64 arrays they were made from."""
+
+    marker: str
+    color: RGB
+    steps: list[float]
+    values: list[float]
+    step_array: npt.NDArray[np.float64] = field(compare=False, repr=False)
+    value_array: npt.NDArray[np.float64] = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything plotext is given for one build; equal plans draw equal pictures."""
+
+    request: PlotRequest
+    extent: tuple[float, float]  # the x axis
+    data_through: float  # the last step of the data (the axis may end a little later)
+    canvas_columns: int | None  # the width M4 reduced for (None: the full series)
+    x_ticks: tuple[tuple[float, ...], tuple[str, ...]] | None
+    y_ticks: tuple[tuple[float, ...], tuple[str, ...]] | None
+    plotext_log: bool
+    lines: tuple[PlotLine, ...]
+
+    @property
+    def points(self) -> int:
+        return sum(len(line.values) for line in self.lines)
+
+
+Run = tuple[str, str]
+"""Cells of one colour: their characters and the ANSI code plotext opens them with."""
+
+
+@dataclass(frozen=True)
+class Picture:
+    """A built chart: plotext's finished character matrix as runs of one colour per row,
+    top row first. `ansi()` is the very text plotext's `build()` returns."""
+
+    rows: tuple[tuple[Run, ...], ...]
+
+    def ansi(self) -> str:
+        return "".join(
+            "".join(f"{code}{chars}{ANSI_END}" for chars, code in row) + "\n" for row in self.rows
+        )
+
+
+def _picture(matrix: Any) -> Picture:
+    """plotext's matrix as runs, split where plotext's `set_canvas` changes colour."""
+    rows = []
+    for row in reversed(range(matrix.rows)):
+        markers = matrix.marker[row]
+        colors = list(
+            zip(matrix.fullground[row], matrix.style[row], matrix.background[row], strict=True)
+        )
+        runs: list[Run] = []
+        start = 0
+        for column in range(1, len(markers) + 1):
+            if column == len(markers) or colors[column] != colors[start]:
+                code = plotext_utility.colors_to_ansi(*colors[start])
+                runs.append(("".join(markers[start:column]), code))
+                start = column
+        rows.append(tuple(runs))
+    return Picture(tuple(rows))
+
+
 class ChartCanvas:
-    """Builds one chart with a plotext figure (e.g. textual-plotext's `PlotextPlot.plt`)."""
+    """Builds one chart with a plotext figure (e.g. textual-plotext's `PlotextPlot.plt`).
+
+    `build()` draws every time. A follower uses `plan()`, `shows()` and `draw()`: a plan
+    whose pixels are those already drawn needs no plotext build at all.
+    """
 
     def __init__(self, figure: Any) -> None:
         self.figure = figure
         self._canvas_columns: dict[tuple[int, int, bool], int] = {}
+        self._canvas_rows = 0
         self.points_drawn = 0
         self.extent: tuple[float, float] | None = None
-        """The steps the last build's x axis spans (None: nothing drawn)."""
+        """The x axis of the last build (None: nothing drawn)."""
+        self.drawn: Plan | None = None
+        self._drawn_key: tuple[Any, ...] | None = None
+        self._keyed: tuple[Plan, tuple[int, int], tuple[Any, ...]] | None = None
+        # Per drawn series (its pyramid, its first row): the last M4's columns, so that a
+        # grown series is reduced again in its changed columns only.
+        self._m4_memos: dict[tuple[int, int], M4Memo] = {}
 
     def build(self, series: list[Series], request: PlotRequest, reduce: bool = True) -> str | None:
         """plotext's output (ANSI text) for `series`, or None when nothing is drawable.
 
         With `reduce=False` the full series are drawn (the reference M4 is compared with).
         """
-        extent = request.x_range or x_extent(series)
-        self.extent = None
-        if extent is None or request.width < 1 or request.height < 1:
+        plan = self.plan(series, request, reduce)
+        picture = self.draw(plan, series) if plan is not None else None
+        return picture.ansi() if picture is not None else None
+
+    def plan(self, series: list[Series], request: PlotRequest, reduce: bool = True) -> Plan | None:
+        """What plotext would be given for `series` (None: nothing drawable). The x axis
+        keeps the last drawn one while the steps fit it (`grown_extent`); a zoomed view
+        (`request.x_range`) is exact."""
+        data = x_extent(series)
+        if data is None or request.width < 1 or request.height < 1:
             return None
+        if request.x_range is not None:
+            extent = request.x_range
+        else:
+            previous = self.drawn.extent if self.drawn is not None else None
+            extent = grown_extent(data, previous)
         key = (request.width, request.height, request.log_y)
         guess = self._canvas_columns.get(key, request.width - _FRAME_AND_LABEL_GUESS)
-        text = self._draw(series, request, extent, guess if reduce else None)
-        if self.points_drawn == 0:
+        return self._plan(series, request, extent, data[1], guess if reduce else None)
+
+    def shows(self, plan: Plan) -> bool:
+        """Whether the last picture drawn is exactly what `plan` would draw: the same size,
+        theme, axes, ticks and labels, and every line lighting the same pixels. Cheap (numpy
+        on the reduced points), and exact: it maps and rasterises with plotext's own
+        helpers."""
+        if self.drawn is None or self._drawn_key is None:
+            return False
+        columns = self._canvas_columns.get(
+            (plan.request.width, plan.request.height, plan.request.log_y)
+        )
+        if columns is None or plan.canvas_columns != columns:
+            return False
+        if self._key(plan, columns) != self._drawn_key:
+            return False
+        self.drawn = plan
+        return True
+
+    def forget(self, reductions: bool = False) -> None:
+        """Nothing is on screen from this canvas any more (the owner shows something else).
+        `reductions`: forget the kept M4 columns too, so that the next build reduces every
+        column again (a benchmark of whole builds)."""
+        self.extent = None
+        self.drawn = None
+        self._drawn_key = None
+        if reductions:
+            self._m4_memos = {}
+
+    def draw(self, plan: Plan, series: list[Series]) -> Picture | None:
+        """Build `plan` with plotext (None: nothing drawable). When the y labels took another
+        width than the plan guessed, `series` are reduced again for the real canvas."""
+        self.forget()
+        picture = self._render(plan)
+        if picture is None:
             return None
-        self.extent = extent
+        request = plan.request
         columns = len(self.figure.monitor.matrix.Cols_canvas)
-        self._canvas_columns[key] = columns
-        if reduce and columns != guess:
+        self._canvas_columns[(request.width, request.height, request.log_y)] = columns
+        self._canvas_rows = len(self.figure.monitor.matrix.Rows_canvas)
+        if plan.canvas_columns is not None and columns != plan.canvas_columns:
             # The y tick labels took another width than guessed; M4 keeps the y range, so
             # the second build has exactly the canvas the reduction assumed.
-            text = self._draw(series, request, extent, columns)
-        return text
+            plan = self._plan(series, request, plan.extent, plan.data_through, columns)
+            picture = self._render(plan)
+            if picture is None:
+                return None
+        self.extent = plan.extent
+        self.drawn = plan
+        self._drawn_key = self._key(plan, columns)
+        return picture
 
-    def _draw(
+    def _plan(
         self,
         series: list[Series],
         request: PlotRequest,
         extent: tuple[float, float],
+        data_through: float,
         canvas_columns: int | None,
-    ) -> str:
-        figure = self.figure
-        figure.clear_figure()
-        # plotext clamps a figure to the terminal it runs in; a widget (or a headless
-        # snapshot) has its own size. plotext offers no public per-figure switch.
-        figure._limit_size(False, False)
-        figure.plotsize(request.width, request.height)
-        if request.theme is not None:
-            figure.theme(request.theme)
+    ) -> Plan:
         low, high = extent
+        x_ticks = None
         if high > low:
-            figure.xlim(low, high)
             ticks = nice_ticks(low, high)
-            figure.xticks(ticks, tick_labels(ticks))
+            x_ticks = (tuple(ticks), tuple(tick_labels(ticks)))
         drawable: list[tuple[Series, np.ndarray, npt.NDArray[np.float64]]] = []
+        memos: dict[tuple[int, int], M4Memo] = {}
         for line in series:
+            memo = None
+            if line.pyramid is not None:
+                memo_key = (id(line.pyramid), line.rows[0] if line.rows else 0)
+                memo = memos[memo_key] = self._m4_memos.get(memo_key) or M4Memo()
             if canvas_columns is None:
                 steps, values = line.drawn_steps, line.drawn_values
                 keep = np.isfinite(values) & (steps >= low) & (steps <= high)
@@ -182,33 +337,133 @@ class ChartCanvas:
                     x_sorted=line.steps_sorted,
                     pyramid=line.pyramid if line.steps_sorted else None,
                     rows=line.rows,
+                    memo=memo,
                 )
             if values.size:
                 drawable.append((line, steps, values))
-        self.points_drawn = 0
+        self._m4_memos = memos
         if not drawable:
             # Nothing to draw (e.g. only non-positive values on a log axis): plotext would
-            # fail on an empty log axis, and build() reports "nothing drawable" anyway.
-            return ""
+            # fail on an empty log axis.
+            return Plan(request, extent, data_through, canvas_columns, x_ticks, None, False, ())
         # M4 keeps each column's extremes, so the reduced values span the full y range.
         axis = y_axis([values for _, _, values in drawable], request.log_y)
-        if axis.plotext_log:
-            figure.yscale("log")
-        if axis.ticks:
-            figure.yticks(list(axis.ticks), list(axis.labels))
+        y_ticks = (axis.ticks, axis.labels) if axis.ticks else None
+        if not axis.ticks:  # a plain axis: round, short ticks instead of plotext's own
+            ticks = _value_ticks(_finite_range([values for _, _, values in drawable]), request)
+            y_ticks = (tuple(ticks), tuple(tick_labels(ticks))) if ticks else None
+        lines = []
         for line, steps, values in drawable:
-            self.points_drawn += int(values.size)
             # Steps as floats: plotext turns them into floats anyway, and float lists take
             # the numpy path of plotext_speedups.get_matrix_data.
-            figure.plot(
-                steps.astype(np.float64).tolist(),
-                axis.drawn(values).tolist(),
-                marker=line.marker,
-                color=line.color,
+            step_array, value_array = steps.astype(np.float64), axis.drawn(values)
+            lines.append(
+                PlotLine(
+                    line.marker,
+                    line.color,
+                    step_array.tolist(),
+                    value_array.tolist(),
+                    step_array,
+                    value_array,
+                )
             )
-        if not axis.ticks:  # a plain axis: round, short ticks instead of plotext's own
-            _set_value_ticks(figure, _finite_range([values for _, _, values in drawable]), request)
-        return str(figure.build())
+        return Plan(
+            request,
+            extent,
+            data_through,
+            canvas_columns,
+            x_ticks,
+            y_ticks,
+            axis.plotext_log,
+            tuple(lines),
+        )
+
+    def _render(self, plan: Plan) -> Picture | None:
+        self.points_drawn = plan.points
+        if not plan.lines:
+            return None
+        figure = self.figure
+        request = plan.request
+        figure.clear_figure()
+        # plotext clamps a figure to the terminal it runs in; a widget (or a headless
+        # snapshot) has its own size. plotext offers no public per-figure switch.
+        figure._limit_size(False, False)
+        figure.plotsize(request.width, request.height)
+        if request.theme is not None:
+            figure.theme(request.theme)
+        if plan.x_ticks is not None:
+            figure.xlim(*plan.extent)
+            figure.xticks(list(plan.x_ticks[0]), list(plan.x_ticks[1]))
+        if plan.plotext_log:
+            figure.yscale("log")
+        if plan.y_ticks is not None:
+            figure.yticks(list(plan.y_ticks[0]), list(plan.y_ticks[1]))
+        for line in plan.lines:
+            figure.plot(line.steps, line.values, marker=line.marker, color=line.color)
+        # plotext's build without its last step (the matrix as one ANSI string): the runs
+        # of one colour are read off the matrix instead.
+        figure._set_sizes()
+        figure._build_matrix()
+        return _picture(figure.monitor.matrix)
+
+    def _key(self, plan: Plan, canvas_columns: int) -> tuple[Any, ...]:
+        """What decides the picture of `plan` on a canvas `canvas_columns` wide: plotext's
+        inputs except the points, and instead of the points, the pixels their lines light.
+        Kept with the plan: a plan checked by `shows()` and then drawn is keyed once."""
+        cached = self._keyed
+        if (
+            cached is not None
+            and cached[0] is plan
+            and cached[1] == (canvas_columns, self._canvas_rows)
+        ):
+            return cached[2]
+        # plotext's own arithmetic: its helpers, or the numpy ones proven equal to them.
+        faster = plotext_speedups
+        request = plan.request
+        if plan.plotext_log:  # plotext's log10, value by value (numpy's may differ by an ulp)
+            values = [np.array(plotext_utility.log(line.values)) for line in plan.lines]
+        else:
+            values = [line.value_array for line in plan.lines]
+        y_limits = faster.limits(values)
+        if plan.x_ticks is not None:  # the x axis was set (see _render)
+            x_limits = [float(plan.extent[0]), float(plan.extent[1])]
+        else:
+            x_limits = faster.limits([line.step_array for line in plan.lines])
+        lit = []
+        for line, shown in zip(plan.lines, values, strict=True):
+            across = plotext_utility.marker_factor(line.marker, 2, 2, 2)
+            down = plotext_utility.marker_factor(line.marker, 2, 3, 4)
+            width, height = canvas_columns * across, self._canvas_rows * down
+            x = faster.matrix_pixels(line.step_array, x_limits, width)
+            y = faster.matrix_pixels(shown, y_limits, height)
+            x, y, _ = faster.line_pixels(x, y)
+            lit.append((line.marker, line.color, _lit_pixels(x, y, width, height)))
+        key = (
+            request.width,
+            request.height,
+            request.theme,
+            request.log_y,
+            plan.plotext_log,
+            tuple(plan.extent),
+            plan.x_ticks,
+            plan.y_ticks,
+            tuple(y_limits),
+            canvas_columns,
+            self._canvas_rows,
+            tuple(lit),
+        )
+        self._keyed = (plan, (canvas_columns, self._canvas_rows), key)
+        return key
+
+
+def _lit_pixels(x: np.ndarray, y: np.ndarray, width: int, height: int) -> bytes:
+    """The set of pixels (x, y) as bytes: a bitmap of the canvas, then any pixel outside it
+    (sorted), so that equal sets give equal bytes."""
+    inside = (x >= 0) & (x < width) & (y >= 0) & (y < height)
+    bitmap = np.zeros(width * height, dtype=bool)
+    bitmap[x[inside] * height + y[inside]] = True
+    outside = np.unique(x[~inside] * (height + 1) + y[~inside]) if not inside.all() else x[:0]
+    return np.packbits(bitmap).tobytes() + outside.tobytes()
 
 
 def _finite_range(arrays: list[np.ndarray]) -> tuple[float, float]:
@@ -220,14 +475,12 @@ def _finite_range(arrays: list[np.ndarray]) -> tuple[float, float]:
     return low, high
 
 
-def _set_value_ticks(figure: Any, value_range: tuple[float, float], request: PlotRequest) -> None:
-    """Round, short y labels (plotext's own are long and uneven: 0.00003000, 0.00001301)."""
+def _value_ticks(value_range: tuple[float, float], request: PlotRequest) -> list[float]:
+    """Round, short y ticks (plotext's own are long and uneven: 0.00003000, 0.00001301)."""
     low, high = value_range
     if not low <= high:
-        return  # nothing drawn
+        return []  # nothing drawn
     rows = request.height - Y_AXIS_FRAME_ROWS
     count = tick_count(rows, Y_CELLS_PER_TICK)
     ticks = log_ticks(low, high, count) if request.log_y else nice_ticks(low, high, count)
-    ticks = spaced_ticks(ticks, low, high, rows, log=request.log_y)
-    if ticks:
-        figure.yticks(ticks, tick_labels(ticks))
+    return spaced_ticks(ticks, low, high, rows, log=request.log_y)

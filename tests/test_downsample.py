@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from plotext._figure import _figure_class as PlotextFigure
 
-from ocms_tui.downsample import ema, m4, pixel_columns
+from ocms_tui.downsample import M4Memo, ema, m4, pixel_columns
 from ocms_tui.plotting import ChartCanvas, PlotRequest, Series, series_color
+from ocms_tui.pyramid import MinMaxPyramid
 
 
 def reference_m4(x: np.ndarray, y: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
@@ -207,3 +208,38 @@ def test_reduction_draws_far_fewer_points() -> None:
     reduced_points = canvas.points_drawn
     canvas.build(series, PlotRequest(width=80, height=20), reduce=False)
     assert reduced_points * 10 < canvas.points_drawn
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_m4_with_a_memo_gives_the_same_points_and_reduces_only_changed_columns(seed: int) -> None:
+    """A series growing a few rows at a time (gaps, ties, infinities), reduced at a fixed
+    range and width with a memo and without: the same points, and per growth only the
+    columns whose rows changed are asked of the pyramid. A new range or width, or other
+    rows, are reduced in full."""
+    rng = np.random.default_rng(40 + seed)
+    total = 60_000
+    steps = np.cumsum(rng.integers(0, 3, total)).astype(np.int64)
+    values = rng.standard_normal(total).round(1)
+    values[rng.random(total) < 0.2] = np.nan
+    values[rng.random(total) < 0.005] = np.inf
+    memo, pyramid, plain_pyramid = M4Memo(), MinMaxPyramid(block=64), MinMaxPyramid(block=64)
+    seen, width = 20_000, 97
+    x_range = (float(steps[0]), float(steps[-1]) + 50.0)
+    calls = 0
+    while seen < total:
+        seen = min(total, seen + int(rng.integers(1, 400)))
+        if rng.random() < 0.05:
+            width = int(rng.integers(20, 200))
+        if rng.random() < 0.05:
+            x_range = (float(rng.integers(0, 1000)), x_range[1])
+        rows = (0, seen) if rng.random() < 0.9 else (int(rng.integers(0, 100)), seen)
+        before = memo.columns_reduced
+        got = m4(steps, values, width, x_range, x_sorted=True, pyramid=pyramid, rows=rows,
+                 memo=memo)  # fmt: skip
+        want = m4(steps, values, width, x_range, x_sorted=True, pyramid=plain_pyramid,
+                  rows=rows)  # fmt: skip
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1], equal_nan=True)
+        calls += 1
+        assert memo.columns_reduced - before <= width
+    # Most growths changed a column or two, not all of them.
+    assert memo.columns_reduced < calls * width / 4

@@ -136,3 +136,44 @@ def test_a_chart_builds_to_the_same_text_with_and_without_them(rows: int, log_y:
         plotext_speedups.install()
     assert expected is not None and any("\u2800" < char <= "\u28ff" for char in expected)
     assert canvas.build(series, request) == expected
+
+
+def test_matrix_cells_are_set_as_plotext_sets_them() -> None:
+    """insert_element and set_matrices, against plotext's own, on random matrices, canvas
+    areas and cells (inside, outside, on the canvas edge; with and without colours)."""
+    from plotext._matrix import matrix_class
+
+    rng = random.Random(5)
+    for _ in range(100):
+        cols, rows = rng.randint(0, 30), rng.randint(0, 20)
+        area = sorted(rng.randint(-2, cols + 2) for _ in range(2))
+        area += sorted(rng.randint(-2, rows + 2) for _ in range(2))
+        cells = [
+            (
+                rng.randint(-3, cols + 3),
+                rng.randint(-3, rows + 3),
+                rng.choice("ab⠁"),
+                rng.choice([None, (1, 2, 3), "red"]),
+                rng.choice([None, "bold"]),
+                rng.choice([None, (4, 5, 6)]),
+                rng.choice([False, True]),
+            )
+            for _ in range(60)
+        ]
+        matrices = []
+        for original in (True, False):
+            if original:
+                plotext_speedups.uninstall()
+            try:
+                matrix = matrix_class()
+                matrix.set_size(cols, rows)
+                matrix.set_axes_color((9, 9, 9))
+                matrix.set_canvas_area(*area)
+                matrix.set_canvas_color((7, 7, 7))
+                matrix.set_matrices()
+                for col, row, marker, color, style, background, check in cells:
+                    matrix.insert_element(col, row, marker, color, style, background, check)
+            finally:
+                plotext_speedups.install()
+            matrices.append((matrix.marker, matrix.fullground, matrix.style, matrix.background))
+        assert matrices[0] == matrices[1]

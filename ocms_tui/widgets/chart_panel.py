@@ -129,6 +129,7 @@ class ChartPanel(Vertical, can_focus=True):
         self.table = SeriesTable()
         self._sorted_for: tuple[tuple[int, int], ...] | None = None
         self._steps_sorted: dict[int, bool] = {}
+        self._shown_subtitle: Text | None = None
         self.border_title = self._title()
 
     @property
@@ -167,15 +168,23 @@ class ChartPanel(Vertical, can_focus=True):
 
     def show_new_data(self) -> None:
         """The charts have new rows (or were reset): new numbers now, a new plot at the
-        next frame. Every time: a redraw is cheap enough not to be rationed."""
-        self.border_subtitle = self._subtitle()  # a restart may have come with the rows
+        next frame unless no pixel of it changed. Every time: a redraw is cheap enough not
+        to be rationed."""
+        self._show_subtitle()  # a restart may have come with the rows
         self._show_table()
         self.plot.invalidate()
+
+    def _show_subtitle(self) -> None:
+        # Setting a border subtitle repaints the whole panel, plot included, even when it
+        # is the same: only a new one is set.
+        subtitle = self._subtitle()
+        if subtitle != self._shown_subtitle:
+            self._shown_subtitle = subtitle
+            self.border_subtitle = subtitle
 
     def redraw(self) -> None:
         """A view setting changed: show it at once."""
         self.border_title = self._title()
-        self.border_subtitle = self._subtitle()
         self.show_new_data()
 
     def toggle_series(self, index: int) -> bool:

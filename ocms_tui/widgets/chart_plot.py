@@ -1,8 +1,11 @@
 """ChartPlot: a textual-plotext plot that rebuilds only when something it shows changed.
 
 textual-plotext's PlotextPlot rebuilds the whole plotext figure on every render. Here the
-built text is cached under (size, theme, generation): the owner bumps the generation with
-`invalidate()` when data or view settings changed, and decides how often to do so.
+built picture is cached under (size, theme, generation): the owner bumps the generation with
+`invalidate()` when data or view settings changed. New data that lights no other pixel
+(most new rows of a long run) costs neither a plotext build nor a repaint: `invalidate()`
+plans the picture at once and compares its pixels with those on screen. A new picture is
+painted from strips made straight from plotext's matrix.
 """
 
 from __future__ import annotations
@@ -10,14 +13,94 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.app import RenderResult
+from textual.content import Content
+from textual.strip import Strip
+from textual.style import Style as VisualStyle
 from textual_plotext import PlotextPlot
 
-from ocms_tui.plotting import ChartCanvas, PlotRequest, Series
+from ocms_tui.plotting import ChartCanvas, Picture, Plan, PlotRequest, Series
 
 SeriesSource = Callable[[], tuple[list[Series], bool, tuple[float, float] | None]]
 """Returns (series, log_y, x_range) when the plot is built, so unseen plots cost nothing."""
+
+BuildKey = tuple[int, int, str, int]  # width, height, theme, generation
+
+# Rich styles of plotext's ANSI codes, made by Rich's own ANSI decoder: the same styles
+# `Text.from_ansi` gives plotext's text, without building and parsing that text.
+_STYLES: dict[str, Style | None] = {}
+_MAX_STYLES = 1024  # codes come from a small palette and a theme; a bound all the same
+_MAX_PLACED_STYLES = 1 << 15  # (code, offset) pairs: a big plot's runs, a bound all the same
+
+
+def _style(code: str) -> Style | None:
+    if code not in _STYLES:
+        if len(_STYLES) >= _MAX_STYLES:
+            _STYLES.clear()
+        spans = Text.from_ansi(f"{code}x").spans
+        style = spans[0].style if spans else None
+        _STYLES[code] = Style.parse(style) if isinstance(style, str) else style
+    return _STYLES[code]
+
+
+def picture_text(picture: Picture) -> Text:
+    """The Rich text of a built chart: equal to `Text.from_ansi(picture.ansi())`."""
+    text = Text(no_wrap=True)
+    for row in picture.rows:
+        for chars, code in row:
+            text.append(chars, _style(code) if code else None)
+        text.append("\n")  # every row ends with one, the last too, as plotext's text does
+    return text
+
+
+class _CellStyles:
+    """The Rich style of every run of a picture as Textual's own text path gives it: the
+    widget's style plus the run's colours (found once per plotext colour code by rendering
+    one such cell the way Textual renders the picture's text), tagged with the run's offset
+    as Textual tags text for selection. Kept per code and offset: most runs of a new picture
+    sit where the last one had them."""
+
+    def __init__(self) -> None:
+        self._combined: dict[str, VisualStyle] = {}
+        self._placed: dict[tuple[str, int, int], Style] = {}
+        self._base: VisualStyle | None = None
+
+    def _style(self, code: str, x: int, y: int) -> Style:
+        key = (code, x, y)
+        found = self._placed.get(key)
+        if found is None:
+            combined = self._combined.get(code)
+            if combined is None:
+                cell = Content.from_rich_text(Text("x", _style(code) if code else None))
+                base = self._base or VisualStyle.null()
+                ((_, text_style),) = cell.render(base, end="")
+                combined = self._combined[code] = base + text_style
+            if len(self._placed) >= _MAX_PLACED_STYLES:
+                self._placed.clear()
+            found = self._placed[key] = combined.rich_style_with_offset(x, y)
+        return found
+
+    def strips(self, widget: ChartPlot, picture: Picture) -> list[Strip]:
+        """The picture's lines as Textual strips: the segments Textual makes of the
+        picture's text (one per run of one colour), without going through that text."""
+        base = widget.visual_style
+        if base != self._base:  # new colours (a theme, focus): styles found again
+            self._base = base
+            self._combined.clear()
+            self._placed.clear()
+        width, height = widget.size
+        lines = []
+        for y, row in enumerate(picture.rows[:height]):
+            segments = []
+            x = 0
+            for chars, code in row:
+                segments.append(Segment(chars, self._style(code, x, y)))
+                x += len(chars)
+            lines.append(Strip(segments, x).crop(0, width))
+        return lines
 
 
 class ChartPlot(PlotextPlot):
@@ -35,45 +118,112 @@ class ChartPlot(PlotextPlot):
         self._canvas = ChartCanvas(self.plt)
         self.empty_text = empty_text
         self._generation = 0
-        self._built_key: tuple[int, int, str, int] | None = None
+        self._built_key: BuildKey | None = None
+        self._planned: tuple[BuildKey, Plan, list[Series]] | None = None
         self._rendered: Text = Text()
+        self._picture: Picture | None = None
+        # The picture's lines, made when painted, and the widget style they were made for.
+        self._strips: tuple[VisualStyle, list[Strip]] | None = None
+        self._cell_styles = _CellStyles()
         self.build_seconds = 0.0
-        """How long the last build took (prepare, M4, plotext, ANSI parsing)."""
+        """How long the last build took (plan, M4, plotext, its matrix read as runs)."""
         self.built_at = float("-inf")
         """time.monotonic() of the last build."""
         self.builds = 0
+        self.unchanged = 0
+        """Invalidations whose picture was the one on screen: no build, no repaint."""
 
     def invalidate(self) -> None:
-        """The data or the view changed: build again at the next render."""
+        """The data or the view changed: build again at the next render, unless the picture
+        would be the one on screen."""
         self._generation += 1
-        self.refresh()
+        if not self.region:  # not on screen (another chart maximised): built when shown
+            self._planned = None
+            self.refresh()
+            return
+        if not self._still_shown():
+            self.refresh()
+
+    def _still_shown(self) -> bool:
+        """Plan the new picture now (when one is on screen at this size and theme) and tell
+        whether it is the one on screen; if not, keep the plan for the render."""
+        self._planned = None
+        if self._built_key is None or self._canvas.drawn is None:
+            return False
+        width, height, theme, _ = self._built_key
+        if (width, height) != tuple(self.size) or theme != self._theme():
+            return False
+        key = (width, height, theme, self._generation)
+        series, plan = self._plan(width, height, theme)
+        if plan is None:
+            return False
+        if self._canvas.shows(plan):
+            self._built_key = key
+            self.unchanged += 1
+            return True
+        self._planned = (key, plan, series)
+        return False
 
     @property
     def drawn_through(self) -> float | None:
-        """The last step on the x axis of the picture on screen (None: no picture)."""
-        return self._canvas.extent[1] if self._canvas.extent else None
+        """The last step of the data in the picture on screen (None: no picture)."""
+        return self._canvas.drawn.data_through if self._canvas.drawn else None
 
     @property
     def is_stale(self) -> bool:
         return self._built_key is None or self._built_key[3] != self._generation
 
+    def _theme(self) -> str:
+        return self._get_plotext_theme_name(self.app.theme)
+
     def render(self) -> RenderResult:
+        """The empty-text case (and any caller asking for the text): the picture as text."""
+        self._ensure_built()
+        if self._picture is not None:
+            return picture_text(self._picture)
+        return self._rendered
+
+    def render_line(self, y: int) -> Strip:
+        """A picture is painted from strips made straight from plotext's matrix; the empty
+        text goes Textual's own way."""
+        self._ensure_built()
+        if self._picture is None:
+            return super().render_line(y)
+        style = self.visual_style
+        if self._strips is None or self._strips[0] != style:  # new colours: made again
+            self._strips = (style, self._cell_styles.strips(self, self._picture))
+        strips = self._strips[1]
+        if y < len(strips):
+            return strips[y]
+        return Strip.blank(self.size.width, style.rich_style)
+
+    def _ensure_built(self) -> None:
         width, height = self.size
-        theme = self._get_plotext_theme_name(self.app.theme)
+        theme = self._theme()
         key = (width, height, theme, self._generation)
         if key != self._built_key:
             started = time.perf_counter()
-            self._rendered = self._build(width, height, theme)
+            self._picture = self._build(key)
+            self._strips = None
             self.build_seconds = time.perf_counter() - started
             self.built_at = time.monotonic()
             self.builds += 1
             self._built_key = key
-        return self._rendered
 
-    def _build(self, width: int, height: int, theme: str) -> Text:
+    def _plan(self, width: int, height: int, theme: str) -> tuple[list[Series], Plan | None]:
         series, log_y, x_range = self._source()
         request = PlotRequest(width, height, log_y=log_y, x_range=x_range, theme=theme)
-        built = self._canvas.build(series, request) if series else None
-        if built is None:
-            return Text(self.empty_text, style="dim")
-        return Text.from_ansi(built, no_wrap=True)
+        return series, self._canvas.plan(series, request) if series else None
+
+    def _build(self, key: BuildKey) -> Picture | None:
+        """The picture for `key`, or None (and the empty text) when nothing is drawable."""
+        if self._planned is not None and self._planned[0] == key:
+            _, plan, series = self._planned
+        else:
+            series, plan = self._plan(*key[:3])
+        self._planned = None
+        if plan is None:
+            self._canvas.forget()
+        picture = self._canvas.draw(plan, series) if plan is not None else None
+        self._rendered = Text(self.empty_text, style="dim") if picture is None else Text()
+        return picture

@@ -63,7 +63,10 @@ class SeriesTable(Static):
         passes: int = 1,
     ) -> None:
         """`passes` > 1: the run started again that many times over; the numbers are those
-        of the latest pass, and the header says so."""
+        of the latest pass, and the header says so. Unchanged numbers repaint nothing."""
+        shown = (self._rows, self._last_step, self._total_rows, self._passes)
+        if shown == (tuple(rows), last_step, total_rows, passes):
+            return
         self._rows, self._last_step, self._total_rows = tuple(rows), last_step, total_rows
         self._passes = passes
         self._fit_height()

@@ -1,0 +1,207 @@
+"""Following a run draws only what changed: the x axis that grows in steps, the plan whose
+pixels are already on screen (checked against a real build), and the dashboard that builds
+a plot when a row changes it and skips the build when a row changes no pixel."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from app_support import append_rows, wait_for, wait_for_text, write_layout
+from plotext._figure import _figure_class
+
+from ocms_tui.app import OcmsApp
+from ocms_tui.plotting import (
+    X_HEADROOM,
+    ChartCanvas,
+    PlotRequest,
+    Series,
+    grown_extent,
+    series_color,
+)
+from ocms_tui.pyramid import MinMaxPyramid
+from ocms_tui.widgets.chart_panel import ChartPanel
+from ocms_tui.widgets.chart_plot import picture_text
+
+
+def test_the_x_axis_grows_in_steps_and_always_holds_every_step() -> None:
+    assert grown_extent((0.0, 1000.0), None) == (0.0, 1000.0)  # first draw: exact
+    grown = grown_extent((0.0, 1001.0), (0.0, 1000.0))
+    assert grown == (0.0, 1001.0 + 1001.0 * X_HEADROOM)  # grew past: headroom
+    assert grown_extent((0.0, 1010.0), grown) == grown  # still fits: unchanged
+    assert grown_extent((0.0, 900.0), grown) == (0.0, 900.0)  # shrank: exact again
+    assert grown_extent((5.0, 1001.0), grown) == (5.0, 1001.0)  # starts elsewhere: exact
+    assert grown_extent((3.0, 3.0), (3.0, 3.0)) == (3.0, 3.0)  # one step
+    rng = np.random.default_rng(2)
+    previous = None
+    high = 10.0
+    for _ in range(2000):
+        high = max(1.0, high + float(rng.choice([0, 1, 3, 40, -300])))
+        extent = grown_extent((0.0, high), previous)
+        # No row hidden, the latest step on the axis, never looser than the headroom.
+        assert extent[0] == 0.0 and high <= extent[1] <= high + high * X_HEADROOM
+        previous = extent
+
+
+def _series(steps: np.ndarray, columns: list[np.ndarray], markers: tuple[str, ...]) -> list[Series]:
+    return [
+        Series(
+            steps,
+            values,
+            series_color(index),
+            steps_sorted=True,
+            marker=marker,
+            pyramid=MinMaxPyramid(),
+        )
+        for index, (values, marker) in enumerate(zip(columns, markers, strict=True))
+    ]
+
+
+@pytest.mark.parametrize(("rows", "log_y"), [(300, False), (20_000, False), (20_000, True)])
+def test_a_plan_said_to_be_on_screen_builds_exactly_the_picture_on_screen(
+    rows: int, log_y: bool
+) -> None:
+    """Rows appended a few at a time, now and then a new highest value: whenever the canvas
+    says the plan is what it shows, a real build of that plan gives the very same text."""
+    rng = np.random.default_rng(rows)
+    total = rows + 400
+    steps = np.arange(total, dtype=np.int64)
+    noisy = np.abs(1.0 + 0.3 * rng.standard_normal(total)) + 0.01
+    walk = np.abs(np.cumsum(rng.standard_normal(total)) * 0.01) + 0.5
+    sparse = np.where(steps % 50 == 0, 1.5 + rng.random(total), np.nan)
+    markers = ("braille", "braille", "+")
+    request = PlotRequest(51, 14, log_y=log_y, theme="textual-dark")
+    canvas, reference = ChartCanvas(_figure_class()), ChartCanvas(_figure_class())
+    shown = None
+    skipped = built = spikes_seen = 0
+    end = rows
+    while end < total:
+        end = min(total, end + int(rng.integers(1, 6)))
+        spike = rng.random() < 0.1
+        if spike:
+            noisy[end - 1] = 10.0 * (1 + spikes_seen)  # a new highest value: a new picture
+            spikes_seen += 1
+        series = _series(steps[:end], [noisy[:end], walk[:end], sparse[:end]], markers)
+        plan = canvas.plan(series, request)
+        assert plan is not None
+        if shown is not None and canvas.shows(plan):
+            assert not spike
+            skipped += 1
+            rebuilt = reference.draw(plan, series)
+            assert rebuilt is not None and rebuilt.ansi() == shown
+        else:
+            picture = canvas.draw(plan, series)
+            assert picture is not None
+            shown = picture.ansi()
+            built += 1
+        assert canvas.drawn is not None and canvas.drawn.data_through == end - 1
+    assert built > spikes_seen
+    if rows >= 20_000:  # most new rows of a long run light no other pixel
+        assert skipped > built
+
+
+def test_the_widget_text_is_plotexts_text() -> None:
+    from rich.text import Text
+
+    rng = np.random.default_rng(4)
+    steps = np.arange(5000)
+    series = _series(steps, [rng.standard_normal(5000) + i for i in range(3)], ("braille",) * 3)
+    for theme in ("textual-dark", "textual-light", "pro", None):
+        canvas = ChartCanvas(_figure_class())
+        plan = canvas.plan(series, PlotRequest(60, 16, theme=theme))
+        assert plan is not None
+        picture = canvas.draw(plan, series)
+        assert picture is not None
+        assert picture_text(picture) == Text.from_ansi(picture.ansi(), no_wrap=True)
+
+
+SIZE = (120, 40)
+ROWS = 20_000
+
+
+def _value(step: int) -> float:
+    return 0.5 + 0.1 * math.sin(step)
+
+
+async def test_a_followed_run_builds_when_a_row_changes_the_plot_and_only_then(
+    tmp_path: Path,
+) -> None:
+    write_layout(tmp_path, {"loss": ["loss", "eval_loss"]})
+    append_rows(tmp_path / "loss.csv", [f"{step},{_value(step)!r}," for step in range(ROWS)])
+    app = OcmsApp(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_text(pilot, f"step {ROWS - 1:,} · {ROWS:,} rows")
+        plot = app.query_one(ChartPanel).plot
+        await wait_for(pilot, lambda: not plot.is_stale)
+
+        async def append(step: int, value: float) -> None:
+            append_rows(tmp_path / "loss.csv", [f"{step},{value!r},"])
+            await wait_for_text(pilot, f"step {step:,} · {step + 1:,} rows")
+            await wait_for(pilot, lambda: not plot.is_stale)
+
+        # The first new row grows the x axis (with headroom): a new picture.
+        builds = plot.builds
+        await append(ROWS, 0.5)
+        assert plot.builds == builds + 1 and plot.drawn_through == ROWS
+        # Rows within the last pixel column's range: numbers change, the plot is not built.
+        builds, unchanged, picture = plot.builds, plot.unchanged, str(plot.render())
+        for step in range(ROWS + 1, ROWS + 4):
+            await append(step, 0.55)
+            await wait_for_text(pilot, "0.55")
+        assert plot.builds == builds and plot.unchanged == unchanged + 3
+        assert plot.drawn_through == ROWS + 3 and str(plot.render()) == picture
+        # A new highest value must be drawn: built, and the picture differs.
+        await append(ROWS + 4, 7.25)
+        await wait_for_text(pilot, "7.25")
+        assert plot.builds == builds + 1 and str(plot.render()) != picture
+        assert plot.drawn_through == ROWS + 4
+
+
+async def test_the_plot_is_painted_as_textual_paints_its_text(tmp_path: Path) -> None:
+    """The strips made from plotext's matrix are, segment for segment and style for style
+    (offsets included), those Textual makes of the picture's text, in every theme."""
+    from textual.visual import Visual, visualize
+
+    write_layout(tmp_path, {"loss": ["loss", "eval_loss"], "lr": ["lr"]})
+    rows = [f"{step},{_value(step)!r},{step * 0.5!r}" for step in range(3000)]
+    append_rows(tmp_path / "loss.csv", rows)
+    append_rows(tmp_path / "lr.csv", [f"{step},{1 / (step + 1)!r}" for step in range(3000)])
+    app = OcmsApp(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_text(pilot, "step 2,999 · 3,000 rows")
+        for theme in ("textual-dark", "textual-light", "nord"):
+            app.theme = theme
+            await pilot.pause()
+            for panel in app.query(ChartPanel):
+                plot = panel.plot
+                width, height = plot.size
+                painted = [plot.render_line(y) for y in range(height)]
+                text = visualize(plot, plot.render(), markup=False)
+                expected = Visual.to_strips(plot, text, width, height, plot.visual_style)
+                assert [list(strip) for strip in painted] == [list(strip) for strip in expected]
+
+
+async def test_a_plot_not_on_screen_is_not_built_until_shown(tmp_path: Path) -> None:
+    """With one chart maximised, new rows build only the shown chart's plot; the others are
+    built when the grid shows them again, with the rows that arrived meanwhile."""
+    write_layout(tmp_path, {"loss": ["loss"], "lr": ["lr"]})
+    append_rows(tmp_path / "loss.csv", [f"{step},{_value(step)!r}" for step in range(500)])
+    append_rows(tmp_path / "lr.csv", [f"{step},{_value(step)!r}" for step in range(500)])
+    app = OcmsApp(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_text(pilot, "step 499 · 500 rows")
+        loss, lr = list(app.query(ChartPanel))
+        loss.focus()
+        await pilot.press("enter")  # maximise the loss chart
+        await wait_for(pilot, lambda: not lr.plot.region)
+        builds = lr.plot.builds
+        for step in range(500, 503):
+            append_rows(tmp_path / "loss.csv", [f"{step},{9.0 + step!r}"])
+            append_rows(tmp_path / "lr.csv", [f"{step},{9.0 + step!r}"])
+            await wait_for(pilot, lambda shown=step: loss.plot.drawn_through == shown)
+        assert lr.plot.builds == builds and lr.plot.is_stale
+        await pilot.press("escape")  # the grid again
+        await wait_for(pilot, lambda: lr.plot.drawn_through == 502)
+        assert lr.plot.builds > builds  # built for the grid (its layout may take two sizes)
