@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,6 +96,14 @@ class ChartData:
 
     def shown(self, series: int, smoothing: float, log_y: bool) -> ShownSeries:
         return self._store.shown(series, smoothing, log_y)
+
+    def prepare(self, series: int, smoothing: float) -> Callable[[], None]:
+        """See `SeriesStore.prepare` (the hand-over goes to the store it was made from, even
+        if the file was reset meanwhile)."""
+        return self._store.prepare(series, smoothing)
+
+    def prepared_smoothing(self, series: int) -> float | None:
+        return self._store.prepared_smoothing(series)
 
     @property
     def nbytes(self) -> int:
