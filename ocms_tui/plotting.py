@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ocms_tui import plotext_speedups
-from ocms_tui.axis_range import YAxis, y_axis
+from ocms_tui.axis_range import y_axis
 from ocms_tui.downsample import m4
 from ocms_tui.pyramid import MinMaxPyramid
 from ocms_tui.ticks import log_ticks, nice_ticks, spaced_ticks, tick_count, tick_labels
@@ -49,7 +49,6 @@ EARLIER_PASS_MARKER = "·"
 # plotext's frame takes 2 columns; its y tick labels about 6 more. Only a first guess: the
 # real canvas width is read back after each build and remembered.
 _FRAME_AND_LABEL_GUESS = 8
-PLOTEXT_FRAME_COLUMNS = 2  # the y axes' lines, left and right (plotext's `yaxes`)
 Y_CELLS_PER_TICK = 2  # about a y label every other row (spaced_ticks keeps them apart)
 Y_AXIS_FRAME_ROWS = 3  # rows of a plot that are not canvas: frame top and bottom, x labels
 
@@ -136,38 +135,38 @@ class ChartCanvas:
             return None
         key = (request.width, request.height, request.log_y)
         guess = self._canvas_columns.get(key, request.width - _FRAME_AND_LABEL_GUESS)
-        columns = guess if reduce else None
-        drawable = self._reduce(series, extent, columns)
-        y_ticks = _y_ticks(drawable, request)
-        if reduce and y_ticks is not None and y_ticks.labels:
-            # plotext's canvas is what its frame and our longest y label leave; M4 keeps the
-            # y range at any width, so the labels of a reduction at the right width are
-            # these: reduce again (cheap) instead of building the plot twice.
-            columns = request.width - PLOTEXT_FRAME_COLUMNS - max(map(len, y_ticks.labels))
-            if columns != guess:
-                drawable = self._reduce(series, extent, columns)
-                y_ticks = _y_ticks(drawable, request)
-        text = self._draw(drawable, request, extent, y_ticks)
+        text = self._draw(series, request, extent, guess if reduce else None)
         if self.points_drawn == 0:
             return None
         self.extent = extent
-        drawn_columns = len(self.figure.monitor.matrix.Cols_canvas)
-        self._canvas_columns[key] = drawn_columns
-        if reduce and drawn_columns != columns:
-            # plotext chose its own labels (or another width than foreseen): M4 keeps the y
-            # range, so the second build has exactly the canvas the reduction assumed.
-            drawable = self._reduce(series, extent, drawn_columns)
-            text = self._draw(drawable, request, extent, _y_ticks(drawable, request))
+        columns = len(self.figure.monitor.matrix.Cols_canvas)
+        self._canvas_columns[key] = columns
+        if reduce and columns != guess:
+            # The y tick labels took another width than guessed; M4 keeps the y range, so
+            # the second build has exactly the canvas the reduction assumed.
+            text = self._draw(series, request, extent, columns)
         return text
 
-    def _reduce(
+    def _draw(
         self,
         series: list[Series],
+        request: PlotRequest,
         extent: tuple[float, float],
         canvas_columns: int | None,
-    ) -> list[tuple[Series, np.ndarray, npt.NDArray[np.float64]]]:
-        """Each series' points to draw: M4 to `canvas_columns` (None: every point in range)."""
+    ) -> str:
+        figure = self.figure
+        figure.clear_figure()
+        # plotext clamps a figure to the terminal it runs in; a widget (or a headless
+        # snapshot) has its own size. plotext offers no public per-figure switch.
+        figure._limit_size(False, False)
+        figure.plotsize(request.width, request.height)
+        if request.theme is not None:
+            figure.theme(request.theme)
         low, high = extent
+        if high > low:
+            figure.xlim(low, high)
+            ticks = nice_ticks(low, high)
+            figure.xticks(ticks, tick_labels(ticks))
         drawable: list[tuple[Series, np.ndarray, npt.NDArray[np.float64]]] = []
         for line in series:
             if canvas_columns is None:
@@ -186,36 +185,17 @@ class ChartCanvas:
                 )
             if values.size:
                 drawable.append((line, steps, values))
-        return drawable
-
-    def _draw(
-        self,
-        drawable: list[tuple[Series, np.ndarray, npt.NDArray[np.float64]]],
-        request: PlotRequest,
-        extent: tuple[float, float],
-        y_ticks: YTicks | None,
-    ) -> str:
-        figure = self.figure
-        figure.clear_figure()
-        # plotext clamps a figure to the terminal it runs in; a widget (or a headless
-        # snapshot) has its own size. plotext offers no public per-figure switch.
-        figure._limit_size(False, False)
-        figure.plotsize(request.width, request.height)
-        if request.theme is not None:
-            figure.theme(request.theme)
-        low, high = extent
-        if high > low:
-            figure.xlim(low, high)
-            ticks = nice_ticks(low, high)
-            figure.xticks(ticks, tick_labels(ticks))
         self.points_drawn = 0
-        if not drawable or y_ticks is None:
+        if not drawable:
             # Nothing to draw (e.g. only non-positive values on a log axis): plotext would
             # fail on an empty log axis, and build() reports "nothing drawable" anyway.
             return ""
-        axis = y_ticks.axis
+        # M4 keeps each column's extremes, so the reduced values span the full y range.
+        axis = y_axis([values for _, _, values in drawable], request.log_y)
         if axis.plotext_log:
             figure.yscale("log")
+        if axis.ticks:
+            figure.yticks(list(axis.ticks), list(axis.labels))
         for line, steps, values in drawable:
             self.points_drawn += int(values.size)
             # Steps as floats: plotext turns them into floats anyway, and float lists take
@@ -226,33 +206,9 @@ class ChartCanvas:
                 marker=line.marker,
                 color=line.color,
             )
-        if y_ticks.labels:
-            figure.yticks(y_ticks.ticks, y_ticks.labels)
+        if not axis.ticks:  # a plain axis: round, short ticks instead of plotext's own
+            _set_value_ticks(figure, _finite_range([values for _, _, values in drawable]), request)
         return str(figure.build())
-
-
-@dataclass(frozen=True)
-class YTicks:
-    """How the values reach plotext, and the y ticks we label (none: plotext's own)."""
-
-    axis: YAxis
-    ticks: list[float]
-    labels: list[str]
-
-
-def _y_ticks(
-    drawable: list[tuple[Series, np.ndarray, npt.NDArray[np.float64]]], request: PlotRequest
-) -> YTicks | None:
-    """None when nothing is drawn."""
-    if not drawable:
-        return None
-    # M4 keeps each column's extremes, so the reduced values span the full y range.
-    axis = y_axis([values for _, _, values in drawable], request.log_y)
-    if axis.ticks:
-        return YTicks(axis, list(axis.ticks), list(axis.labels))
-    # A plain axis: round, short ticks instead of plotext's own.
-    ticks = _value_ticks(_finite_range([values for _, _, values in drawable]), request)
-    return YTicks(axis, ticks, tick_labels(ticks) if ticks else [])
 
 
 def _finite_range(arrays: list[np.ndarray]) -> tuple[float, float]:
@@ -264,13 +220,14 @@ def _finite_range(arrays: list[np.ndarray]) -> tuple[float, float]:
     return low, high
 
 
-def _value_ticks(value_range: tuple[float, float], request: PlotRequest) -> list[float]:
-    """Round, short y ticks (plotext's own labels are long and uneven: 0.00003000,
-    0.00001301); none when nothing is drawn."""
+def _set_value_ticks(figure: Any, value_range: tuple[float, float], request: PlotRequest) -> None:
+    """Round, short y labels (plotext's own are long and uneven: 0.00003000, 0.00001301)."""
     low, high = value_range
     if not low <= high:
-        return []
+        return  # nothing drawn
     rows = request.height - Y_AXIS_FRAME_ROWS
     count = tick_count(rows, Y_CELLS_PER_TICK)
     ticks = log_ticks(low, high, count) if request.log_y else nice_ticks(low, high, count)
-    return spaced_ticks(ticks, low, high, rows, log=request.log_y)
+    ticks = spaced_ticks(ticks, low, high, rows, log=request.log_y)
+    if ticks:
+        figure.yticks(ticks, tick_labels(ticks))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -208,36 +207,3 @@ def test_reduction_draws_far_fewer_points() -> None:
     reduced_points = canvas.points_drawn
     canvas.build(series, PlotRequest(width=80, height=20), reduce=False)
     assert reduced_points * 10 < canvas.points_drawn
-
-
-class _CountingFigure(PlotextFigure):  # type: ignore[misc]
-    """plotext's figure, counting its builds (each a full pass over every drawn pixel)."""
-
-    builds = 0
-
-    def build(self) -> str:
-        self.builds += 1
-        return str(super().build())
-
-
-@pytest.mark.parametrize("log_y", [False, True])
-@pytest.mark.parametrize("size", [(80, 20), (52, 14), (158, 37)])
-@pytest.mark.parametrize("case", list(_cases()))
-def test_a_build_at_a_new_size_runs_plotext_once(
-    case: str, size: tuple[int, int], log_y: bool
-) -> None:
-    """The canvas width is foreseen from our own y labels (plotext's frame plus the longest
-    label), so a first build at a size draws once, not once at a guessed width and again at
-    the real one, and still draws what the full series draws."""
-    series = _cases()[case]
-    if log_y:  # as the dashboard gives a log axis its series: values <= 0 as gaps
-        series = [
-            replace(line, values=np.where(line.values > 0, line.values, np.nan)) for line in series
-        ]
-    for x_range in (None, (9_000.0, 30_000.0)):
-        request = PlotRequest(width=size[0], height=size[1], log_y=log_y, x_range=x_range)
-        figure = _CountingFigure()
-        reduced = ChartCanvas(figure).build(series, request)
-        full = _build(series, request, reduce=False)
-        assert reduced == full
-        assert figure.builds == (1 if reduced is not None else 0)
