@@ -4,6 +4,8 @@ prepared smoothing, no shared log view): what the fast paths draw is what they s
 
 from __future__ import annotations
 
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +13,7 @@ import polars as pl
 from app_support import wait_for, write_layout
 from plotext._figure import _figure_class as PlotextFigure
 from rich.text import Text
+from terminal_support import Terminal
 
 from ocms_tui.app import OcmsApp
 from ocms_tui.downsample import ema
@@ -118,3 +121,21 @@ async def test_each_view_key_draws_the_right_picture_at_a_million_rows(tmp_path:
         assert shown_picture(grad_norm) == expected_picture(
             grad_norm, data["grad_norm"], 0.0, False, None
         )
+
+
+def test_quitting_while_smoothings_are_made_ahead_exits_at_once(tmp_path: Path) -> None:
+    """The real command in a pty: s and → start a thread smoothing 1,000,000-row series
+    0.25 s later; q pressed while such threads run ends the process promptly, every time
+    (a thread waiting on a loop that stopped would keep the interpreter from exiting)."""
+    noisy_run(tmp_path)
+    for attempt in range(3):
+        terminal = Terminal([sys.executable, "-m", "ocms_tui", str(tmp_path)], SIZE)
+        terminal.wait_for("1,000,000 rows", timeout=60)
+        terminal.pump(0.5)
+        for key in (b"s", b"\x1b[C", b"s")[: attempt + 1]:
+            terminal.press(key)
+            terminal.pump(0.3)  # the thread started 0.25 s after the key
+        started = time.monotonic()
+        terminal.press(b"q")
+        assert terminal.exit_code(timeout=10) == 0
+        assert time.monotonic() - started < 5

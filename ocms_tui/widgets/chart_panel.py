@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -231,7 +232,10 @@ class ChartPanel(Vertical, can_focus=True):
             for number, line in enumerate(self.lines)
             if number not in self.view.hidden
         ]
-        app = self.app
+        # Handed over without waiting (not call_from_thread, which blocks until the loop
+        # runs the call): a loop that stops first would leave the thread waiting forever,
+        # and the interpreter waits for it at exit.
+        loop = asyncio.get_running_loop()
 
         def prepare() -> None:
             worker = get_current_worker()
@@ -239,9 +243,10 @@ class ChartPanel(Vertical, can_focus=True):
                 if worker.is_cancelled:
                     return
                 hand_over = chart.prepare(index, weight)
-                if worker.is_cancelled:
+                try:
+                    loop.call_soon_threadsafe(hand_over)
+                except RuntimeError:  # the loop is closed: the app has ended
                     return
-                app.call_from_thread(hand_over)
 
         self._preparing = self.run_worker(
             prepare, name="prepare smoothing", group="prepare", thread=True, exit_on_error=False
