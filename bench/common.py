@@ -189,9 +189,10 @@ def ocms_tui_command(*arguments: str) -> list[str]:
     return [sys.executable, "-m", "ocms_tui", *arguments]
 
 
-def process_cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (Linux /proc)."""
-    with open(f"/proc/{pid}/stat", encoding="ascii") as stat_file:
+def process_cpu_seconds(pid: int, thread: int | None = None) -> float:
+    """User + system CPU time of a process so far, or of one of its threads (Linux /proc)."""
+    path = f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat"
+    with open(path, encoding="ascii") as stat_file:
         fields = stat_file.read().rsplit(")", 1)[1].split()
     # After the command name: state is field 3 of stat(5), utime and stime fields 14 and 15.
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
