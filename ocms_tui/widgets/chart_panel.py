@@ -40,6 +40,9 @@ SMOOTHING_WEIGHTS = (0.0, 0.6, 0.9, 0.99)
 # The next smoothing is made ahead this long after a key: the key's own frame is drawn first,
 # without a thread competing for the interpreter.
 PREPARE_AFTER_SECONDS = 0.25
+# ... and only up to this many values in all (8 bytes each kept: 64 MB); a larger chart (many
+# runs overlaid) smooths when s is pressed.
+PREPARE_MAX_VALUES = 8_000_000
 MAX_ZOOM = 12
 
 
@@ -214,7 +217,7 @@ class ChartPanel(Vertical, can_focus=True):
 
     def prepare_next_smoothing(self) -> None:
         """Smooth the shown series at the weight `s` gives next, in a thread, so that the key
-        costs what a redraw costs, not an EMA and a pyramid per series (about 13 ms each at
+        costs what a redraw costs, not an EMA and a pyramid per series (about 12 ms each at
         1,000,000 rows). Done again when the rows have doubled since (a run still loading
         or growing); one panel at a time: only the focused one is asked to."""
         if not self.has_focus:
@@ -232,6 +235,8 @@ class ChartPanel(Vertical, can_focus=True):
             for number, line in enumerate(self.lines)
             if number not in self.view.hidden
         ]
+        if sum(chart.rows for chart, _ in series) > PREPARE_MAX_VALUES:
+            return
         # Handed over without waiting (not call_from_thread, which blocks until the loop
         # runs the call): a loop that stops first would leave the thread waiting forever,
         # and the interpreter waits for it at exit.
