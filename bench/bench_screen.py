@@ -32,7 +32,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -332,11 +332,11 @@ class _SizeResult:
     first_paint: float
     loaded: float
     keys: dict[str, list[float]]
-    key_cpu: dict[str, list[float]]  # the app's main-thread CPU seconds per press
     idle_cpu: float
     follow_cpu: float
     freshness: dict[float, tuple[list[float], list[float], float]]
     fast_cpu: float | None = None
+    key_cpu: dict[str, list[float]] = field(default_factory=dict)  # UI-thread CPU per press
 
 
 def _measure(directory: Path, rows: int, sizes: Sizes, live: bool) -> _SizeResult:
@@ -393,7 +393,7 @@ def _measure(directory: Path, rows: int, sizes: Sizes, live: bool) -> _SizeResul
     finally:
         screen.close()
     return _SizeResult(
-        first_paint, loaded, keys, key_cpu, idle_cpu, follow_cpu, freshness, fast_cpu
+        first_paint, loaded, keys, idle_cpu, follow_cpu, freshness, fast_cpu, key_cpu=key_cpu
     )
 
 
