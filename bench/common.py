@@ -188,9 +188,11 @@ def ocms_tui_command(*arguments: str) -> list[str]:
     return [sys.executable, "-m", "ocms_tui", *arguments]
 
 
-def process_cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (Linux /proc)."""
-    return _stat_cpu_seconds(f"/proc/{pid}/stat")
+def process_cpu_seconds(pid: int, thread: int | None = None) -> float:
+    """User + system CPU time of a process so far, or of one of its threads (Linux /proc)."""
+    return _stat_cpu_seconds(
+        f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat"
+    )
 
 
 def thread_cpu_seconds(native_id: int) -> float:

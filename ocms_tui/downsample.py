@@ -18,11 +18,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
+import polars as pl
 
 from ocms_tui.pyramid import MinMaxPyramid
 
 FloatArray = npt.NDArray[np.float64]
 
+# From this many values, an EMA started afresh runs in polars (compiled, without the GIL: a
+# chart's next smoothing is made ahead on a thread): 5.6 ms instead of 10 ms per 1,000,000.
+POLARS_EMA_FROM = 4096
 # Exponent budget for the blockwise EMA: weight**-block stays below 1e100, far from overflow.
 _MAX_SCALE_EXPONENT = 100 * math.log(10)
 
@@ -259,8 +263,19 @@ def ema_extend(y: npt.ArrayLike, weight: float, state: EmaState) -> tuple[FloatA
     # ldexp(0.5, e) = 2**(e - 1): representable for every double, subnormals included.
     largest = max(float(np.max(np.abs(values))), abs(state.average))
     scale = math.ldexp(0.5, math.frexp(largest)[1])
-    zero_started = _decaying_cumsum((1.0 - weight) * (values / scale), weight)
     log_weight = math.log(weight)
+    if state.count == 0 and values.size >= POLARS_EMA_FROM:
+        # polars' adjusted EMA, sum(w**i * x[t-i]) / sum(w**i), is the debiased average.
+        debiased = pl.Series(values / scale).ewm_mean(alpha=1.0 - weight, adjust=True)
+        smoothed = debiased.to_numpy() * scale
+        # The zero-started average the numpy path would carry on from: undebiased.
+        last_average = float(smoothed[-1]) * -math.expm1(values.size * log_weight)
+        after = EmaState(last_average, int(values.size))
+        if gapless:
+            return smoothed, after
+        ys[finite] = smoothed
+        return ys, after
+    zero_started = _decaying_cumsum((1.0 - weight) * (values / scale), weight)
     # weight**k falls below 2**-70 after `fading` values: from there on it can change no
     # double (the carried-in average is no longer felt, the debiasing divisor is 1.0), so
     # the powers are computed for the first values only.

@@ -9,6 +9,7 @@ import dataclasses
 import os
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,6 +123,14 @@ class ChartData:
 
     def shown(self, series: int, smoothing: float, log_y: bool) -> ShownSeries:
         return self._shown_store.shown(series, smoothing, log_y)
+
+    def prepare(self, series: int, smoothing: float) -> Callable[[], None]:
+        """See `SeriesStore.prepare` (the hand-over goes to the store it was made from, even
+        if the file was reset meanwhile)."""
+        return self._store.prepare(series, smoothing)
+
+    def prepared_smoothing(self, series: int) -> float | None:
+        return self._store.prepared_smoothing(series)
 
     @property
     def nbytes(self) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -162,8 +163,12 @@ class ShownSeries:
     axis copies nothing. The first value <= 0 makes it keep a copy of its own."""
 
     def __init__(self, smoothing: float, log_y: bool, base: ShownSeries | None = None) -> None:
-        if log_y and (base is None or base.log_y or base.smoothing != smoothing):
-            raise ValueError("a log view needs its linear view at the same smoothing as base")
+        """`base` (a log view only): the linear view it is made from, kept by the caller;
+        one of its own when not given."""
+        if log_y and base is None:
+            base = ShownSeries(smoothing, False)
+        if base is not None and (not log_y or base.log_y or base.smoothing != smoothing):
+            raise ValueError("a log view's base is its linear view at the same smoothing")
         self.smoothing = smoothing
         self.log_y = log_y
         self._base = base
@@ -241,6 +246,7 @@ class SeriesStore:
         self.rows = 0
         self.last_step: int | None = None
         self._shown: dict[tuple[int, float, bool], ShownSeries] = {}
+        self._prepared: dict[int, ShownSeries] = {}  # per series: a smoothing made ahead
         self.restarts: tuple[int, ...] = ()
         """The latest rows where the steps went back (a pass began again), at most
         MAX_KEPT_PASSES - 1 of them."""
@@ -309,9 +315,34 @@ class SeriesStore:
             kept = {key, (series, 0.0, False), (series, smoothing, False)}
             for other in [k for k in self._shown if k[0] == series and k not in kept]:
                 del self._shown[other]
-            found = ShownSeries(smoothing, log_y, base)
+            prepared = self._prepared.get(series)
+            if not log_y and prepared is not None and prepared.smoothing == smoothing:
+                found = self._prepared.pop(series)
+            else:
+                found = ShownSeries(smoothing, log_y, base)
             self._shown[key] = found
         return found
+
+    def prepare(self, series: int, smoothing: float) -> Callable[[], None]:
+        """Smooth `series` and build its pyramid now, off the books: safe on any thread
+        while another appends or draws, so a smoothing the user is likely to ask for next
+        costs the drawing thread nothing. Returns the call that hands the result over; make
+        it on the drawing thread. The first `shown` of that smoothing then takes it (only
+        the rows that arrived meanwhile are left to smooth); another prepared smoothing of
+        the series replaces it (one copy of the series at most)."""
+        prepared = ShownSeries(smoothing, False)
+        prepared.pyramid.extend(prepared.values(self.values(series)))
+
+        def hand_over() -> None:
+            if (series, smoothing, False) not in self._shown:
+                self._prepared[series] = prepared
+
+        return hand_over
+
+    def prepared_smoothing(self, series: int) -> float | None:
+        """The smoothing made ahead for `series` and not yet taken by `shown`, if any."""
+        prepared = self._prepared.get(series)
+        return prepared.smoothing if prepared is not None else None
 
     @property
     def nbytes(self) -> int:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
 from app_support import append_rows, screen_text, wait_for, wait_for_text
 
 from ocms_tui.app import OcmsApp
 from ocms_tui.demo import write_demo_run
 from ocms_tui.model import RunModel
+from ocms_tui.widgets import chart_panel
 from ocms_tui.widgets.chart_grid import ChartGrid, grid_columns
 from ocms_tui.widgets.chart_panel import ChartPanel
 from ocms_tui.widgets.chart_strip import ChartStrip
@@ -118,6 +120,25 @@ async def test_maximise_and_restore_build_only_the_panel_that_changed_size_once(
         await pilot.pause()
         assert not strip.display
         assert [panel.plot.builds for panel in panels(app)] == [before[0] + 2, *before[1:]]
+
+
+async def test_the_focused_chart_smooths_ahead_within_a_memory_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The focused chart's next smoothing is made ahead, the others' not; and not at all when
+    the chart's shown values exceed PREPARE_MAX_VALUES (each would be kept as a copy)."""
+    write_demo_run(tmp_path, steps=400)
+    app = OcmsApp(tmp_path, watch=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await open_demo(pilot, app)
+        loss, learning_rate = panels(app)[:2]
+        await wait_for(pilot, lambda: loss.chart.prepared_smoothing(0) == 0.6)
+        assert learning_rate.chart.prepared_smoothing(0) is None
+        monkeypatch.setattr(chart_panel, "PREPARE_MAX_VALUES", learning_rate.chart.rows * 2 - 1)
+        await pilot.press("right")
+        await pilot.pause(0.6)  # past PREPARE_AFTER_SECONDS
+        assert app.focused is learning_rate
+        assert learning_rate.chart.prepared_smoothing(0) is None
 
 
 async def test_one_column_at_80_columns_and_the_grid_scrolls(tmp_path: Path) -> None:

@@ -8,7 +8,15 @@ import numpy as np
 import pytest
 from plotext._figure import _figure_class as PlotextFigure
 
-from ocms_tui.downsample import M4Memo, ema, m4, pixel_columns
+from ocms_tui.downsample import (
+    POLARS_EMA_FROM,
+    EmaState,
+    M4Memo,
+    ema,
+    ema_extend,
+    m4,
+    pixel_columns,
+)
 from ocms_tui.plotting import ChartCanvas, PlotRequest, Series, series_color
 from ocms_tui.pyramid import MinMaxPyramid
 
@@ -243,3 +251,29 @@ def test_m4_with_a_memo_gives_the_same_points_and_reduces_only_changed_columns(s
         assert memo.columns_reduced - before <= width
     # Most growths changed a column or two, not all of them.
     assert memo.columns_reduced < calls * width / 4
+
+
+@pytest.mark.parametrize("weight", [0.6, 0.9, 0.99, 0.999])
+@pytest.mark.parametrize("magnitude", [1.0, 1e300, 1e-310])
+def test_an_ema_started_in_polars_and_extended_in_numpy_matches_tensorboard(
+    weight: float, magnitude: float
+) -> None:
+    """A long series started afresh is smoothed by polars (POLARS_EMA_FROM values or more),
+    the rows after it by the blockwise numpy code from the state polars left: together they
+    give TensorBoard's loop, gaps (NaN, inf, -inf) kept as gaps and left out of the average,
+    at ordinary, huge and subnormal magnitudes."""
+    rng = np.random.default_rng(int(weight * 1000))
+    count = POLARS_EMA_FROM * 3
+    values = rng.normal(loc=3.0, size=count) * np.exp(rng.normal(size=count)) * magnitude
+    values[rng.random(count) < 0.2] = np.nan
+    values[[5, 900, 9000]] = [np.inf, -np.inf, np.inf]
+    first = POLARS_EMA_FROM + 17
+    head, state = ema_extend(values[:first], weight, EmaState())
+    tail, state = ema_extend(values[first:], weight, state)
+    smoothed = np.concatenate((head, tail))
+    want = tensorboard_ema(values, weight)
+    assert np.array_equal(np.isfinite(smoothed), np.isfinite(want))
+    assert np.array_equal(np.isnan(smoothed), np.isnan(want))
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(smoothed[finite], want[finite], rtol=1e-9, atol=0)
+    assert state.count == int(np.count_nonzero(np.isfinite(values)))

@@ -210,6 +210,50 @@ def test_toggling_the_log_axis_keeps_the_smoothing_it_is_made_from() -> None:
     assert store.shown(0, 0.9, False) is not smoothed  # another smoothing replaced it
 
 
+def test_a_smoothing_prepared_on_another_thread_while_rows_arrive_is_taken_and_extended() -> None:
+    """`prepare` runs on a thread while this one appends; the first `shown` of that smoothing
+    takes its result and smooths only the rows that came meanwhile: values equal the EMA of
+    the whole series, and the M4 points of its pyramid equal brute force."""
+    import threading
+
+    from ocms_tui.parse import ParsedRows
+
+    rng = np.random.default_rng(11)
+    values = hostile_values(rng, 120_000)
+    store = SeriesStore(1)
+
+    def append(start: int, stop: int) -> None:
+        chunk = values[start:stop]
+        store.append(ParsedRows(np.arange(start, stop, dtype=np.int64), (chunk,), chunk.size))
+
+    append(0, 50_000)
+    hand_overs = []
+    preparing = threading.Thread(target=lambda: hand_overs.append(store.prepare(0, 0.9)))
+    preparing.start()
+    for start in range(50_000, 120_000, 7_000):  # appended while the thread smooths
+        append(start, start + 7_000)
+    preparing.join()
+    assert store.prepared_smoothing(0) is None  # not handed over yet
+    hand_overs[0]()
+    assert store.prepared_smoothing(0) == 0.9
+    assert store.shown(0, 0.6, False).values(store.values(0)) is not None  # another level
+    assert store.prepared_smoothing(0) == 0.9  # ... leaves it be
+    shown = store.shown(0, 0.9, True)  # a log view's base takes it
+    assert store.prepared_smoothing(0) is None
+    linear = store.shown(0, 0.9, False).values(store.values(0))
+    expected = ema(values, 0.9)
+    assert np.allclose(linear, expected, rtol=1e-9, equal_nan=True)
+    got = shown.values(store.values(0))
+    logged = np.where(expected > 0, expected, np.nan)
+    assert np.allclose(got, logged, rtol=1e-9, equal_nan=True)
+    bounds = np.unique(np.concatenate(([0], rng.integers(0, values.size, 50), [values.size])))
+    shown.pyramid.extend(got)
+    assert np.array_equal(
+        shown.pyramid.m4_indices(got, bounds[:-1], bounds[1:]),
+        brute_force_m4(got, bounds[:-1], bounds[1:]),
+    )
+
+
 def test_pixel_columns_are_plotexts_own() -> None:
     import plotext._utility as plotext_utility
 
