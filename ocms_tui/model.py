@@ -58,6 +58,7 @@ class ChartData:
         self._store = SeriesStore(len(spec.y_axis), keep_values)
         self._preview: SeriesStore | None = None
         self._preview_identity: tuple[int, int] | None = None
+        self._preview_size = 0  # bytes of the file sampled
         self.version = 0
 
     @property
@@ -90,7 +91,8 @@ class ChartData:
     def loaded_bytes(self) -> tuple[int, int]:
         """(bytes read, bytes the file held when last looked at)."""
         follower = self.follower
-        return min(follower.offset, follower.size), follower.size
+        size = max(follower.size, self._preview_size)  # sampled, not read yet: size 0
+        return min(follower.offset, size), size
 
     @property
     def last_step(self) -> int | None:
@@ -128,17 +130,22 @@ class ChartData:
         return self._store.nbytes
 
     def update(self, budget_bytes: int | None, now: float) -> tuple[bool, bool, bool]:
-        """Read new rows (a file larger than `budget_bytes` is sampled first). Returns
-        (changed on screen, more to read, held back to settle)."""
-        sampled_now = budget_bytes is not None and self._take_preview(budget_bytes)
+        """Read new rows. Returns (changed on screen, more to read, held back to settle).
+
+        A file larger than `budget_bytes` that nothing was read of yet is only sampled by
+        this call: its first screen waits for nothing else; the next calls read its rows.
+        """
+        if budget_bytes is not None and self._take_preview(budget_bytes):
+            self.version += 1
+            return True, True, False
         result = self.follower.poll(budget_bytes, now, self._reset_store, self._append)
-        changed = sampled_now or result.reset
+        changed = result.reset
         loaded = not result.more and not result.held
         if self._preview is not None and (
             loaded or self.follower.identity != self._preview_identity
         ):
             # Every row is read (or the file sampled is gone): the rows replace the sample.
-            self._preview = self._preview_identity = None
+            self._drop_preview()
             changed = True
         elif self._preview is None and result.rows > 0:
             changed = True
@@ -147,7 +154,7 @@ class ChartData:
         return changed, result.more, result.held
 
     def _take_preview(self, larger_than: int) -> bool:
-        if self._store.rows or not self._store.keep_values:
+        if self._preview is not None or self._store.rows or not self._store.keep_values:
             return False
         preview: Preview | None = self.follower.preview(larger_than)
         if preview is None:
@@ -155,11 +162,16 @@ class ChartData:
         store = SeriesStore(len(self.spec.y_axis))
         store.append(preview.rows)
         self._preview, self._preview_identity = store, preview.identity
+        self._preview_size = preview.size
         return True
+
+    def _drop_preview(self) -> None:
+        self._preview = self._preview_identity = None
+        self._preview_size = 0
 
     def _reset_store(self) -> None:
         self._store = SeriesStore(len(self.spec.y_axis), self._store.keep_values)
-        self._preview = self._preview_identity = None
+        self._drop_preview()
 
     def _append(self, parsed: ParsedRows) -> None:
         store = self._store
