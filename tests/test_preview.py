@@ -304,3 +304,33 @@ async def test_a_large_run_first_shows_its_whole_range_and_says_it_is_loading(
         await pilot.pause()
         assert not any(chart.sampled for chart in whole.model.charts)
         assert screen_lines(whole) == loaded
+
+
+async def test_a_session_started_before_the_app_hands_its_states_over(tmp_path: Path) -> None:
+    """As `ocms-tui DIR` starts: the runs are read while Textual is imported; the first
+    read waits on screen before the rest of a large run is read."""
+    rows = _dashboard_run(tmp_path)
+    first_state = threading.Event()
+    session = FollowSession(
+        [tmp_path],
+        lambda state: first_state.set(),
+        watch=False,
+        directory_label="run",
+        wait_for_first_screen=True,
+    )
+    session.start()
+    try:
+        assert await asyncio.to_thread(first_state.wait, 10), "nothing was read"
+        before_app = session.state
+        assert before_app is not None and before_app.loading
+        assert all(chart.sources[0].chart.sampled for chart in before_app.charts)
+        app = OcmsApp(tmp_path, session=session)
+        app.animation_level = "none"
+        async with app.run_test(size=SCREEN) as pilot:
+            await wait_for(pilot, lambda: app.idle and len(app.grid.panels) == 2)
+            await pilot.pause()
+            lines = screen_lines(app)
+            assert f"{2 * rows:,} rows" in lines[0] and "loading" not in lines[0]
+            assert "\n".join(lines).count(f"step {rows - 1:,} · {rows:,} rows") == 2
+    finally:
+        session.stop()
