@@ -8,7 +8,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import stat
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +26,28 @@ from ocms_tui.series import SeriesStats, SeriesStore, ShownSeries
 
 # Listing a directory with a huge number of entries must stay cheap.
 MAX_DIRECTORY_ENTRIES = 10_000
+# While a large run loads, this many charts are read at once: polars parses without the
+# GIL, and one chart's blocks alone keep about one core busy.
+READ_IN_PARALLEL = 2
+_chart_readers: ThreadPoolExecutor | None = None
+_chart_readers_lock = threading.Lock()
+
+
+def _update_charts(
+    charts: list[ChartData], budget_bytes: int | None, now: float
+) -> list[tuple[bool, bool, bool]]:
+    """`chart.update` of each chart (each touches only its own chart), side by side while
+    a sampled chart's rows are read, one after the other otherwise (a followed run's few
+    new rows are not worth a thread)."""
+    global _chart_readers
+    if len(charts) < 2 or not any(chart.sampled for chart in charts):
+        return [chart.update(budget_bytes, now) for chart in charts]
+    with _chart_readers_lock:
+        if _chart_readers is None:
+            _chart_readers = ThreadPoolExecutor(READ_IN_PARALLEL, thread_name_prefix="ocms-load")
+        readers = _chart_readers
+    return list(readers.map(lambda chart: chart.update(budget_bytes, now), charts))
+
 
 __all__ = ["Change", "ChartData", "RunModel", "SeriesStats"]
 
@@ -307,10 +331,14 @@ class RunModel:
         # A new schema, or no list of changed files: every chart is looked at.
         wanted = None if structure or files is None or METRICS_JSON in files else files
         pending, self._pending = self._pending, set()
-        for chart in self.charts:
-            if wanted is not None and chart.file not in wanted and chart.name not in pending:
-                continue
-            chart_changed, chart_more, chart_held = chart.update(budget_bytes, now)
+        to_read = [
+            chart
+            for chart in self.charts
+            if wanted is None or chart.file in wanted or chart.name in pending
+        ]
+        for chart, (chart_changed, chart_more, chart_held) in zip(
+            to_read, _update_charts(to_read, budget_bytes, now), strict=True
+        ):
             if chart_more or chart_held:
                 self._pending.add(chart.name)
             if chart_changed:

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from app_support import screen_lines, wait_for, write_layout
 
+from ocms_tui import model as model_module
 from ocms_tui import session as session_module
 from ocms_tui.app import OcmsApp
 from ocms_tui.model import RunModel
@@ -192,6 +193,30 @@ def test_the_model_shows_the_sample_until_every_row_is_read(tmp_path: Path) -> N
     assert np.array_equal(chart.steps(), reference.steps())
     assert np.array_equal(chart.values(0), reference.values(0))
     assert chart.stats(0) == reference.stats(0) and not chart.stats(0).sampled
+
+
+def test_charts_read_side_by_side_equal_a_read_in_one_go(tmp_path: Path) -> None:
+    names = ("a", "b", "c")
+    write_layout(tmp_path, {name: list(Y_AXIS) for name in names})
+    for index, name in enumerate(names):
+        lines = _lines(150_000)
+        lines[1000 * (index + 1)] = b"oops\n"  # a bad row at a line of its own per chart
+        (tmp_path / f"{name}.csv").write_bytes(b"".join(lines))
+    model = RunModel(tmp_path)
+    model.refresh(budget_bytes=LARGER_THAN)
+    assert all(chart.sampled for chart in model.charts)
+    while model.refresh(budget_bytes=LARGER_THAN).more:
+        pass
+    assert model_module._chart_readers is not None  # the side-by-side path was taken
+    whole = RunModel(tmp_path)
+    whole.refresh()
+    for chart, reference in zip(model.charts, whole.charts, strict=True):
+        assert not chart.sampled and chart.rows == reference.rows == 149_999
+        assert np.array_equal(chart.steps(), reference.steps())
+        assert np.array_equal(chart.values(0), reference.values(0))
+    assert model.problems == whole.problems
+    lines = sorted((problem.path, problem.line) for problem in model.problems)
+    assert lines == [("a.csv", 1001), ("b.csv", 2001), ("c.csv", 3001)]
 
 
 def test_rows_appended_between_the_sample_and_the_full_read_are_all_shown(
