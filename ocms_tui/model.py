@@ -203,6 +203,12 @@ class ChartData:
             # Size the buffers once for the whole file instead of growing them.
             store.reserve(max(parsed.rows, int(self.follower.expected_rows() * 1.02)))
         store.append(parsed)
+        if self._preview is not None:
+            # The rows are not on screen yet, so no other thread draws from their M4
+            # pyramids: extend those of the default view here, block by block beside the
+            # parsing, instead of all at once on the UI thread when the rows are shown.
+            for series in range(len(self.spec.y_axis)):
+                store.shown(series, 0.0, False).pyramid.extend(store.values(series))
 
     def file_problems(self) -> list[Problem]:
         """Row problems found so far plus the file's current state."""

@@ -187,6 +187,10 @@ def test_the_model_shows_the_sample_until_every_row_is_read(tmp_path: Path) -> N
     while model.refresh(budget_bytes=LARGER_THAN).more:
         assert chart.version == version and chart.sampled  # nothing to draw meanwhile
     assert not chart.sampled and chart.version == version + 1 and model.loaded_bytes == (0, 0)
+    # The default view's M4 pyramids were built as the rows came, not left to the first draw.
+    for series in range(len(Y_AXIS)):
+        pyramid = chart.shown(series, 0.0, False).pyramid
+        assert pyramid.length == chart.rows // pyramid.block * pyramid.block > 0
     whole = RunModel(tmp_path)
     whole.refresh()
     (reference,) = whole.charts
