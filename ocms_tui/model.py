@@ -82,7 +82,6 @@ class ChartData:
         self._store = SeriesStore(len(spec.y_axis), keep_values)
         self._preview: SeriesStore | None = None
         self._preview_identity: tuple[int, int] | None = None
-        self._preview_size = 0  # bytes of the file sampled
         self.version = 0
 
     @property
@@ -115,8 +114,7 @@ class ChartData:
     def loaded_bytes(self) -> tuple[int, int]:
         """(bytes read, bytes the file held when last looked at)."""
         follower = self.follower
-        size = max(follower.size, self._preview_size)  # sampled, not read yet: size 0
-        return min(follower.offset, size), size
+        return min(follower.offset, follower.size), follower.size
 
     @property
     def last_step(self) -> int | None:
@@ -186,12 +184,10 @@ class ChartData:
         store = SeriesStore(len(self.spec.y_axis))
         store.append(preview.rows)
         self._preview, self._preview_identity = store, preview.identity
-        self._preview_size = preview.size
         return True
 
     def _drop_preview(self) -> None:
         self._preview = self._preview_identity = None
-        self._preview_size = 0
 
     def _reset_store(self) -> None:
         self._store = SeriesStore(len(self.spec.y_axis), self._store.keep_values)

@@ -179,8 +179,10 @@ def test_the_model_shows_the_sample_until_every_row_is_read(tmp_path: Path) -> N
     assert chart.last_step == FIRST_STEP + 300_000 - 1  # the latest row, exact
     assert chart.stats(0).sampled and chart.stats(0).latest == _value(chart.last_step)
     assert chart.steps()[0] == FIRST_STEP
-    # The first read only samples: the first screen waits for nothing else.
+    # The first read only samples: the first screen waits for nothing else, and says
+    # nothing false about the file meanwhile (not "missing", not "no rows yet").
     assert model.loaded_bytes == (0, size) and chart.rows == 0
+    assert model.problems == () and model.last_write is not None
     version = chart.version
     assert model.refresh(budget_bytes=LARGER_THAN).more
     assert 0 < model.loaded_bytes[0] < size and chart.rows > 0
