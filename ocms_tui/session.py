@@ -30,7 +30,9 @@ from ocms_tui.watch import DIRECTORY, Watcher, open_watcher
 FOLLOW_SECONDS = 0.4
 SAFETY_REFRESH_SECONDS = 5.0  # read everything even without events (missed events)
 SETTLE_RETRY_SECONDS = 0.1  # rows wait for metrics.json to catch up: look again soon
-FIRST_LOAD_BUDGET = 1 << 20  # bytes per chart in the first read: charts appear at once
+# The first read takes a chart's file whole up to this size; a larger one is sampled across
+# its whole length (ChartData) and read in LOAD_BUDGET slices behind its sample.
+FIRST_LOAD_BUDGET = 1 << 20
 LOAD_BUDGET = 16 << 20  # bytes per chart per later read while a large run loads
 STALE_AFTER_SECONDS = LIVE_SECONDS  # the live window: one constant, in runs.py
 # With `wait_for_first_screen`, the thread reads no more after its first read until the
