@@ -34,6 +34,7 @@ from ocms_tui.session import (
     FollowSession,
     PathArgument,
     SessionState,
+    label_of,
     run_key,
 )
 from ocms_tui.watch import Watcher
@@ -105,20 +106,19 @@ class OcmsApp(App[int]):
         clock: Callable[[], float] = time.time,
         stale_after: float = STALE_AFTER_SECONDS,
         handle_signals: bool = False,
+        session: FollowSession | None = None,
     ) -> None:
+        """`session`: one already reading `paths` (started before Textual was imported, so
+        that the first rows are read meanwhile); the app takes its states over."""
         super().__init__()
         self.handle_signals = handle_signals
         path_list = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
         if not path_list:
             raise ValueError("no directory to follow")
-        self.directory_label = directory_label or (
-            str(path_list[0])
-            if len(path_list) == 1
-            else os.path.commonpath([os.path.abspath(path) for path in path_list])
-        )
+        self.directory_label = directory_label or label_of(path_list)
         self.clock = clock
         self.stale_after = stale_after
-        self.session = FollowSession(
+        self.session = session or FollowSession(
             path_list,
             self._state_arrived,
             poll=poll,
@@ -126,6 +126,7 @@ class OcmsApp(App[int]):
             directory_label=self.directory_label,
             clock=clock,
             stale_after=stale_after,
+            wait_for_first_screen=True,
         )
         self.shared = SharedView()
         self.state: SessionState | None = None
@@ -178,7 +179,12 @@ class OcmsApp(App[int]):
         return len(self.runs) > 1
 
     def on_mount(self) -> None:
-        self.session.start()
+        if self.session.started:
+            state = self.session.attach(self._state_arrived)
+            if state is not None:
+                self._state_arrived(state)
+        else:
+            self.session.start()
         if self.handle_signals:
             self._exit_on_signals()
 
@@ -260,6 +266,8 @@ class OcmsApp(App[int]):
         self.query_one(StatusBar).show(state.status)
         if state.overlaid:
             self.run_list.show(self._run_rows(state))
+        if not state.charts:
+            self.session.first_screen_shown()  # nothing to draw: no reason to wait
 
     def _run_rows(self, state: SessionState) -> list[RunRow]:
         now = self.clock()
@@ -309,6 +317,8 @@ class OcmsApp(App[int]):
         target = by_name.get(focused or "") or (panels[0] if panels else None)
         if target is not None and (focused or self.focused is None) and self.screen is grid.screen:
             target.focus(scroll_visible=False)
+        # The panels draw at the next refresh; then the session may read on.
+        self.call_after_refresh(self.session.first_screen_shown)
 
     def _grid_message(self, state: SessionState) -> Text | None:
         if state.charts:
@@ -481,10 +491,14 @@ def _lines(*lines: str) -> Text:
     return Text("\n").join(safe_text(line) for line in lines)
 
 
-def run_dashboard(paths: PathArgument | Sequence[PathArgument], poll: float | None = None) -> int:
+def run_dashboard(
+    paths: PathArgument | Sequence[PathArgument],
+    poll: float | None = None,
+    session: FollowSession | None = None,
+) -> int:
     """Open the dashboard on `paths` (runs or parents of runs) until the user quits; returns
-    the exit code."""
-    app = OcmsApp(paths, poll=poll, handle_signals=True)
+    the exit code. `session`: see OcmsApp."""
+    app = OcmsApp(paths, poll=poll, handle_signals=True, session=session)
     app.run()
     return app.return_code or 0
 

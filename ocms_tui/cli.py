@@ -263,9 +263,29 @@ def _dispatch(options: argparse.Namespace, paths: list[Path]) -> int:
         )
     if options.snapshot is not None:
         return _snapshot(paths, options.snapshot, options.size)
-    from ocms_tui.app import run_dashboard
+    return _dashboard(paths, options.poll)
 
-    return run_dashboard(paths, poll=options.poll)  # runs under parents are found there
+
+def _dashboard(paths: list[Path], poll: float | None) -> int:
+    """The dashboard on `paths` (runs under parents are found there). The runs are read
+    from the start, on the session's thread, while Textual is imported and the screen is
+    composed; the app takes the session's states over when it is up."""
+    from ocms_tui.session import FollowSession, label_of
+
+    session = FollowSession(
+        paths,
+        lambda state: None,
+        poll=poll,
+        directory_label=label_of(paths),
+        wait_for_first_screen=True,
+    )
+    session.start()
+    try:
+        from ocms_tui.app import run_dashboard
+
+        return run_dashboard(paths, poll=poll, session=session)
+    finally:
+        session.stop()  # the app stops it too, unless it failed before it was up
 
 
 def _scan(project: Path, output_format: str) -> int:

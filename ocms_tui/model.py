@@ -8,8 +8,10 @@ from __future__ import annotations
 import dataclasses
 import os
 import stat
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +27,28 @@ from ocms_tui.series import SeriesStats, SeriesStore, ShownSeries
 
 # Listing a directory with a huge number of entries must stay cheap.
 MAX_DIRECTORY_ENTRIES = 10_000
+# While a large run loads, this many charts are read at once: polars parses without the
+# GIL, and one chart's blocks alone keep about one core busy.
+READ_IN_PARALLEL = 2
+_chart_readers: ThreadPoolExecutor | None = None
+_chart_readers_lock = threading.Lock()
+
+
+def _update_charts(
+    charts: list[ChartData], budget_bytes: int | None, now: float
+) -> list[tuple[bool, bool, bool]]:
+    """`chart.update` of each chart (each touches only its own chart), side by side while
+    a sampled chart's rows are read, one after the other otherwise (a followed run's few
+    new rows are not worth a thread)."""
+    global _chart_readers
+    if len(charts) < 2 or not any(chart.sampled for chart in charts):
+        return [chart.update(budget_bytes, now) for chart in charts]
+    with _chart_readers_lock:
+        if _chart_readers is None:
+            _chart_readers = ThreadPoolExecutor(READ_IN_PARALLEL, thread_name_prefix="ocms-load")
+        readers = _chart_readers
+    return list(readers.map(lambda chart: chart.update(budget_bytes, now), charts))
+
 
 __all__ = ["Change", "ChartData", "RunModel", "SeriesStats"]
 
@@ -137,17 +161,22 @@ class ChartData:
         return self._store.nbytes
 
     def update(self, budget_bytes: int | None, now: float) -> tuple[bool, bool, bool]:
-        """Read new rows (a file larger than `budget_bytes` is sampled first). Returns
-        (changed on screen, more to read, held back to settle)."""
-        sampled_now = budget_bytes is not None and self._take_preview(budget_bytes)
+        """Read new rows. Returns (changed on screen, more to read, held back to settle).
+
+        A file larger than `budget_bytes` that nothing was read of yet is only sampled by
+        this call: its first screen waits for nothing else; the next calls read its rows.
+        """
+        if budget_bytes is not None and self._take_preview(budget_bytes):
+            self.version += 1
+            return True, True, False
         result = self.follower.poll(budget_bytes, now, self._reset_store, self._append)
-        changed = sampled_now or result.reset
+        changed = result.reset
         loaded = not result.more and not result.held
         if self._preview is not None and (
             loaded or self.follower.identity != self._preview_identity
         ):
             # Every row is read (or the file sampled is gone): the rows replace the sample.
-            self._preview = self._preview_identity = None
+            self._drop_preview()
             changed = True
         elif self._preview is None and result.rows > 0:
             changed = True
@@ -156,7 +185,7 @@ class ChartData:
         return changed, result.more, result.held
 
     def _take_preview(self, larger_than: int) -> bool:
-        if self._store.rows or not self._store.keep_values:
+        if self._preview is not None or self._store.rows or not self._store.keep_values:
             return False
         preview: Preview | None = self.follower.preview(larger_than)
         if preview is None:
@@ -166,9 +195,12 @@ class ChartData:
         self._preview, self._preview_identity = store, preview.identity
         return True
 
+    def _drop_preview(self) -> None:
+        self._preview = self._preview_identity = None
+
     def _reset_store(self) -> None:
         self._store = SeriesStore(len(self.spec.y_axis), self._store.keep_values)
-        self._preview = self._preview_identity = None
+        self._drop_preview()
 
     def _append(self, parsed: ParsedRows) -> None:
         store = self._store
@@ -176,6 +208,12 @@ class ChartData:
             # Size the buffers once for the whole file instead of growing them.
             store.reserve(max(parsed.rows, int(self.follower.expected_rows() * 1.02)))
         store.append(parsed)
+        if self._preview is not None:
+            # The rows are not on screen yet, so no other thread draws from their M4
+            # pyramids: extend those of the default view here, block by block beside the
+            # parsing, instead of all at once on the UI thread when the rows are shown.
+            for series in range(len(self.spec.y_axis)):
+                store.shown(series, 0.0, False).pyramid.extend(store.values(series))
 
     def file_problems(self) -> list[Problem]:
         """Row problems found so far plus the file's current state."""
@@ -304,10 +342,14 @@ class RunModel:
         # A new schema, or no list of changed files: every chart is looked at.
         wanted = None if structure or files is None or METRICS_JSON in files else files
         pending, self._pending = self._pending, set()
-        for chart in self.charts:
-            if wanted is not None and chart.file not in wanted and chart.name not in pending:
-                continue
-            chart_changed, chart_more, chart_held = chart.update(budget_bytes, now)
+        to_read = [
+            chart
+            for chart in self.charts
+            if wanted is None or chart.file in wanted or chart.name in pending
+        ]
+        for chart, (chart_changed, chart_more, chart_held) in zip(
+            to_read, _update_charts(to_read, budget_bytes, now), strict=True
+        ):
             if chart_more or chart_held:
                 self._pending.add(chart.name)
             if chart_changed:

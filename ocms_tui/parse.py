@@ -224,6 +224,9 @@ def _read_native(data: bytes, series: int) -> _NativeRows | None:
     return _NativeRows(frame, steps, columns)
 
 
+# Two native parses at once: while a large run loads, two charts are read side by side
+# (see model.READ_IN_PARALLEL), each with its next block parsing here.
+NATIVE_WORKERS = 2
 _native_worker: ThreadPoolExecutor | None = None
 _native_worker_lock = threading.Lock()
 
@@ -242,7 +245,9 @@ class NativeParse:
         self.series = series
         with _native_worker_lock:
             if _native_worker is None:
-                _native_worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ocms-parse")
+                _native_worker = ThreadPoolExecutor(
+                    max_workers=NATIVE_WORKERS, thread_name_prefix="ocms-parse"
+                )
             self._future: Future[_NativeRows | None] = _native_worker.submit(
                 _read_native, data, series
             )

@@ -261,8 +261,9 @@ class CsvFollower:
 
     def preview(self, larger_than: int) -> Preview | None:
         """A sample of the whole file when nothing of it is read yet and it holds more than
-        `larger_than` bytes; None otherwise (a small file is simply read). Changes nothing
-        in this follower: `poll` reads the file from its start as always."""
+        `larger_than` bytes; None otherwise (a small file is simply read). Reads nothing
+        for `poll`, which reads the file from its start as always; notes the file's state,
+        size and mtime."""
         if self._identity is not None or self.offset:
             return None
         descriptor, _ = self._open()
@@ -277,6 +278,9 @@ class CsvFollower:
             return None
         finally:
             os.close(descriptor)
+        # What the file is, as seen now: until the first poll, its problems must not say
+        # that it is missing or empty.
+        self.state, self.size, self.mtime = FileState.OK, info.st_size, info.st_mtime
         # A throwaway context: a sampled line's number is unknown, and its problems are
         # reported by the full read.
         context = ChunkContext(self.file_name, self.y_axis, ProblemCollector(self.file_name))

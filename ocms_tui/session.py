@@ -31,9 +31,15 @@ from ocms_tui.watch import DIRECTORY, Watcher, open_watcher
 FOLLOW_SECONDS = 0.5
 SAFETY_REFRESH_SECONDS = 5.0  # read everything even without events (missed events)
 SETTLE_RETRY_SECONDS = 0.1  # rows wait for metrics.json to catch up: look again soon
-FIRST_LOAD_BUDGET = 1 << 20  # bytes per chart in the first read: charts appear at once
+# The first read takes a chart's file whole up to this size; a larger one is sampled across
+# its whole length (ChartData) and read in LOAD_BUDGET slices behind its sample.
+FIRST_LOAD_BUDGET = 1 << 20
 LOAD_BUDGET = 16 << 20  # bytes per chart per later read while a large run loads
 STALE_AFTER_SECONDS = LIVE_SECONDS  # the live window: one constant, in runs.py
+# With `wait_for_first_screen`, the thread reads no more after its first read until the
+# dashboard says that read is on screen (or this long has passed): on two cores, reading the
+# rest of a large run would otherwise take the CPU the first screen needs.
+FIRST_SCREEN_WAIT_SECONDS = 3.0
 
 PathArgument = str | os.PathLike[str]
 
@@ -76,6 +82,14 @@ def run_key(run: TrackedRun) -> str:
     return os.path.abspath(run.directory)
 
 
+def label_of(paths: Sequence[PathArgument]) -> str:
+    """How the status line names what is followed: the path as given, or the common parent
+    of several."""
+    if len(paths) == 1:
+        return str(paths[0])
+    return os.path.commonpath([os.path.abspath(path) for path in paths])
+
+
 class FollowSession:
     """Follows `paths` (runs, or parents searched for runs). `poll`: poll every that many
     seconds instead of inotify; `watch=False`: read only on the safety refresh (snapshots).
@@ -93,6 +107,7 @@ class FollowSession:
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
         stale_after: float = STALE_AFTER_SECONDS,
+        wait_for_first_screen: bool = False,
     ) -> None:
         self.runset = RunSet(list(paths))
         self.publish = publish
@@ -120,6 +135,9 @@ class FollowSession:
         self._wake = threading.Event()
         self._wake.set()  # the first read
         self._stopping = threading.Event()
+        self._first_screen = threading.Event()  # see FIRST_SCREEN_WAIT_SECONDS
+        if not wait_for_first_screen:
+            self._first_screen.set()
         self._thread: threading.Thread | None = None
 
     @property
@@ -128,15 +146,32 @@ class FollowSession:
 
     # -- the thread --------------------------------------------------------------------
 
+    @property
+    def started(self) -> bool:
+        return self._thread is not None
+
+    def attach(self, publish: Callable[[SessionState], None]) -> SessionState | None:
+        """Hand every later state to `publish` instead; returns the latest state published
+        before (None if there was none), which `publish` did not receive. A dashboard
+        started reading before its UI was ready takes over here."""
+        with self._lock:
+            self.publish = publish
+            return self.state
+
     def start(self) -> None:
         """Watch the runs and follow them on a daemon thread until `stop()`."""
         self.watch_runs()
         self._thread = threading.Thread(target=self._follow, name="ocms-follow", daemon=True)
         self._thread.start()
 
+    def first_screen_shown(self) -> None:
+        """The dashboard shows the first read: the thread may read on (any thread)."""
+        self._first_screen.set()
+
     def stop(self) -> None:
         self._stopping.set()
         self._wake.set()
+        self._first_screen.set()
         for watcher in list(self.watchers.values()):
             watcher.stop()
         if self._thread is not None and self._thread is not threading.current_thread():
@@ -148,6 +183,9 @@ class FollowSession:
             if self._stopping.is_set():
                 return
             delay = self.step(everything=not woken)
+            if not self._first_screen.is_set():
+                self._first_screen.wait(FIRST_SCREEN_WAIT_SECONDS)
+                self._first_screen.set()
             if delay > 0:
                 # Coalesce: whatever is written meanwhile is read by the next step.
                 self._stopping.wait(delay)

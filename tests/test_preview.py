@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from app_support import screen_lines, wait_for, write_layout
 
+from ocms_tui import model as model_module
 from ocms_tui import session as session_module
 from ocms_tui.app import OcmsApp
 from ocms_tui.model import RunModel
@@ -170,7 +171,7 @@ def _large_run(directory: Path, rows: int = 300_000) -> bytes:
 
 
 def test_the_model_shows_the_sample_until_every_row_is_read(tmp_path: Path) -> None:
-    _large_run(tmp_path)
+    size = len(_large_run(tmp_path))
     model = RunModel(tmp_path)
     change = model.refresh(budget_bytes=LARGER_THAN)
     (chart,) = model.charts
@@ -178,17 +179,50 @@ def test_the_model_shows_the_sample_until_every_row_is_read(tmp_path: Path) -> N
     assert chart.last_step == FIRST_STEP + 300_000 - 1  # the latest row, exact
     assert chart.stats(0).sampled and chart.stats(0).latest == _value(chart.last_step)
     assert chart.steps()[0] == FIRST_STEP
-    assert 0 < model.loaded_bytes[0] < model.loaded_bytes[1]
+    # The first read only samples: the first screen waits for nothing else, and says
+    # nothing false about the file meanwhile (not "missing", not "no rows yet").
+    assert model.loaded_bytes == (0, size) and chart.rows == 0
+    assert model.problems == () and model.last_write is not None
     version = chart.version
+    assert model.refresh(budget_bytes=LARGER_THAN).more
+    assert 0 < model.loaded_bytes[0] < size and chart.rows > 0
     while model.refresh(budget_bytes=LARGER_THAN).more:
         assert chart.version == version and chart.sampled  # nothing to draw meanwhile
     assert not chart.sampled and chart.version == version + 1 and model.loaded_bytes == (0, 0)
+    # The default view's M4 pyramids were built as the rows came, not left to the first draw.
+    for series in range(len(Y_AXIS)):
+        pyramid = chart.shown(series, 0.0, False).pyramid
+        assert pyramid.length == chart.rows // pyramid.block * pyramid.block > 0
     whole = RunModel(tmp_path)
     whole.refresh()
     (reference,) = whole.charts
     assert np.array_equal(chart.steps(), reference.steps())
     assert np.array_equal(chart.values(0), reference.values(0))
     assert chart.stats(0) == reference.stats(0) and not chart.stats(0).sampled
+
+
+def test_charts_read_side_by_side_equal_a_read_in_one_go(tmp_path: Path) -> None:
+    names = ("a", "b", "c")
+    write_layout(tmp_path, {name: list(Y_AXIS) for name in names})
+    for index, name in enumerate(names):
+        lines = _lines(150_000)
+        lines[1000 * (index + 1)] = b"oops\n"  # a bad row at a line of its own per chart
+        (tmp_path / f"{name}.csv").write_bytes(b"".join(lines))
+    model = RunModel(tmp_path)
+    model.refresh(budget_bytes=LARGER_THAN)
+    assert all(chart.sampled for chart in model.charts)
+    while model.refresh(budget_bytes=LARGER_THAN).more:
+        pass
+    assert model_module._chart_readers is not None  # the side-by-side path was taken
+    whole = RunModel(tmp_path)
+    whole.refresh()
+    for chart, reference in zip(model.charts, whole.charts, strict=True):
+        assert not chart.sampled and chart.rows == reference.rows == 149_999
+        assert np.array_equal(chart.steps(), reference.steps())
+        assert np.array_equal(chart.values(0), reference.values(0))
+    assert model.problems == whole.problems
+    lines = sorted((problem.path, problem.line) for problem in model.problems)
+    assert lines == [("a.csv", 1001), ("b.csv", 2001), ("c.csv", 3001)]
 
 
 def test_rows_appended_between_the_sample_and_the_full_read_are_all_shown(
@@ -301,3 +335,33 @@ async def test_a_large_run_first_shows_its_whole_range_and_says_it_is_loading(
         await pilot.pause()
         assert not any(chart.sampled for chart in whole.model.charts)
         assert screen_lines(whole) == loaded
+
+
+async def test_a_session_started_before_the_app_hands_its_states_over(tmp_path: Path) -> None:
+    """As `ocms-tui DIR` starts: the runs are read while Textual is imported; the first
+    read waits on screen before the rest of a large run is read."""
+    rows = _dashboard_run(tmp_path)
+    first_state = threading.Event()
+    session = FollowSession(
+        [tmp_path],
+        lambda state: first_state.set(),
+        watch=False,
+        directory_label="run",
+        wait_for_first_screen=True,
+    )
+    session.start()
+    try:
+        assert await asyncio.to_thread(first_state.wait, 10), "nothing was read"
+        before_app = session.state
+        assert before_app is not None and before_app.loading
+        assert all(chart.sources[0].chart.sampled for chart in before_app.charts)
+        app = OcmsApp(tmp_path, session=session)
+        app.animation_level = "none"
+        async with app.run_test(size=SCREEN) as pilot:
+            await wait_for(pilot, lambda: app.idle and len(app.grid.panels) == 2)
+            await pilot.pause()
+            lines = screen_lines(app)
+            assert f"{2 * rows:,} rows" in lines[0] and "loading" not in lines[0]
+            assert "\n".join(lines).count(f"step {rows - 1:,} · {rows:,} rows") == 2
+    finally:
+        session.stop()

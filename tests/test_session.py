@@ -92,12 +92,18 @@ def test_a_large_run_loads_in_slices_without_waiting(tmp_path: Path) -> None:
     clock = HandClock()
     session, states = open_session([tmp_path], clock)
     assert session.step() == 0.0  # more to read: at once
-    assert states[-1].status.state is RunStatus.LOADING and not states[-1].idle
-    assert 0 < rows_of(states[-1])["loss"] < rows
+    # The first state shows a sample of the whole file (its last step) and reads no row.
+    first = states[-1]
+    assert first.status.state is RunStatus.LOADING and not first.idle
+    assert first.status.loaded == 0.0 and rows_of(first)["loss"] == 0
+    loss = next(chart for chart in first.charts if chart.name == "loss").sources[0].chart
+    assert loss.sampled and loss.last_step == rows - 1
+    # Then slices of LOAD_BUDGET (model-level steps: test_preview.py).
     while session.step() == 0.0:
         pass
-    assert rows_of(states[-1]) == {"loss": rows, "lr": rows}
+    assert rows_of(states[-1]) == {"loss": rows, "lr": rows} and not loss.sampled
     assert states[-1].status.state is RunStatus.LIVE and states[-1].idle
+    assert states[-1].status.loaded is None
 
 
 def test_pause_reads_nothing_and_resuming_redraws_everything(tmp_path: Path) -> None:
