@@ -62,7 +62,6 @@ class Preview:
 
     rows: ParsedRows
     identity: tuple[int, int]  # (st_dev, st_ino) of the file sampled
-    size: int  # bytes of the file when sampled
 
 
 @dataclass
@@ -285,7 +284,7 @@ class CsvFollower:
         # reported by the full read.
         context = ChunkContext(self.file_name, self.y_axis, ProblemCollector(self.file_name))
         rows = parse_chunk(sample, context)
-        return Preview(rows, (info.st_dev, info.st_ino), info.st_size)
+        return Preview(rows, (info.st_dev, info.st_ino))
 
     def poll(
         self,
