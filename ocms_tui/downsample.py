@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from ocms_tui.pyramid import MinMaxPyramid
+from ocms_tui.pyramid import MinMaxPyramid, sorted_unique
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -188,7 +188,7 @@ def _m4_run(
                 count=starts.size,
             )
         )
-    return np.unique(np.concatenate(chosen))
+    return sorted_unique(np.concatenate(chosen))
 
 
 def _column_starts(x: np.ndarray, lo: float, hi: float, width: int) -> npt.NDArray[np.int64]:
@@ -210,7 +210,7 @@ def _column_starts(x: np.ndarray, lo: float, hi: float, width: int) -> npt.NDArr
     for k in np.flatnonzero(right > left).tolist():
         near_edge = pixel_columns(x[left[k] : right[k]], lo, hi, width)
         starts[k] += int(np.count_nonzero(near_edge < columns[k]))
-    starts = np.unique(np.concatenate(([0], starts)))
+    starts = sorted_unique(np.concatenate(([0], starts)))
     return starts[starts < x.size]
 
 
@@ -282,9 +282,7 @@ def ema_extend(y: npt.ArrayLike, weight: float, state: EmaState) -> tuple[FloatA
     fading = int(-70 * math.log(2) / log_weight) + 1
     if state.average:
         head = min(values.size, fading)
-        zero_started[:head] += (state.average / scale) * np.exp(
-            np.arange(1, head + 1) * log_weight
-        )
+        zero_started[:head] += (state.average / scale) * np.exp(np.arange(1, head + 1) * log_weight)
     debiased = max(0, min(values.size, fading - state.count))
     if debiased:
         counts = np.arange(state.count + 1, state.count + debiased + 1, dtype=np.float64)

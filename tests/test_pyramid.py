@@ -25,9 +25,14 @@ def brute_force_m4(values: np.ndarray, starts: np.ndarray, stops: np.ndarray) ->
     return np.unique(np.array(chosen, dtype=np.int64))
 
 
-def hostile_values(rng: np.random.Generator, count: int) -> np.ndarray:
-    """Rounded (so ties are common), with NaN gaps at a random density and some infinities."""
+def hostile_values(rng: np.random.Generator, count: int, huge: bool = True) -> np.ndarray:
+    """Rounded (so ties are common), with NaN gaps at a random density, some infinities and
+    (`huge`) some of the largest finite doubles, which must win over every other value and
+    lose to no infinity."""
     values = rng.standard_normal(count).round(int(rng.integers(0, 3)))
+    if huge:
+        values[rng.random(count) < 0.002] = np.finfo(np.float64).max
+        values[rng.random(count) < 0.002] = -np.finfo(np.float64).max
     values[rng.random(count) < rng.random() * 0.6] = np.nan
     values[rng.random(count) < 0.01] = np.inf
     values[rng.random(count) < 0.01] = -np.inf
@@ -40,7 +45,7 @@ def test_pyramid_matches_brute_force_m4_while_the_series_grows(seed: int) -> Non
     for _ in range(25):
         count = int(rng.integers(1, 6000))
         values = hostile_values(rng, count)
-        pyramid = MinMaxPyramid(block=int(rng.choice([1, 2, 3, 16, 256])))
+        pyramid = MinMaxPyramid(block=int(rng.choice([1, 2, 3, 5, 16, 64, 256])))
         seen = 0
         while seen < count:
             seen = min(count, seen + int(rng.integers(1, 1500)))
@@ -67,7 +72,55 @@ def test_pyramid_memory_is_a_small_fraction_of_the_series() -> None:
     values = np.random.default_rng(1).standard_normal(1_000_000)
     pyramid = MinMaxPyramid()
     pyramid.extend(values)
-    assert pyramid.nbytes < 0.5 * values.size  # under half a byte per 8-byte value
+    # About two nodes of four 32-bit indices per 64 values: half a byte per 8-byte value.
+    assert pyramid.nbytes < 0.55 * values.size
+
+
+def test_a_pyramid_grown_block_by_block_answers_as_one_built_at_once() -> None:
+    """Growth moves the heap to a wider one many times (1 -> 2 -> ... -> 512 leaves); every
+    answer on the way is the brute-force one, and the end is the same as a single build."""
+    rng = np.random.default_rng(7)
+    values = hostile_values(rng, 16 * 300 + 9)
+    grown = MinMaxPyramid(block=16)
+    for seen in range(1, values.size + 1, 13):
+        grown.extend(values[:seen])
+        bounds = np.unique(np.concatenate(([0], rng.integers(0, seen, 20), [seen])))
+        expected = brute_force_m4(values[:seen], bounds[:-1], bounds[1:])
+        assert np.array_equal(grown.m4_indices(values[:seen], bounds[:-1], bounds[1:]), expected)
+    grown.extend(values)
+    built = MinMaxPyramid(block=16)
+    built.extend(values)
+    assert grown.length == built.length == 16 * 300 and grown.nbytes == built.nbytes
+    for width in (1, 7, 100, 1000):
+        bounds = np.linspace(0, values.size, width + 1).astype(np.int64)
+        starts, stops = bounds[:-1], bounds[1:]
+        assert np.array_equal(
+            grown.m4_indices(values, starts, stops), built.m4_indices(values, starts, stops)
+        )
+        assert np.array_equal(
+            built.m4_indices(values, starts, stops), brute_force_m4(values, starts, stops)
+        )
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.array([2.5]),
+        np.full(1000, 4.0),  # every value ties: the first is min, max, first
+        np.full(1000, np.inf),
+        np.array([np.nan] * 300 + [1.0] + [np.nan] * 300),
+        np.array([-np.inf, 1e308, -1e308, np.inf, 0.0] * 200),
+    ],
+    ids=["one row", "all equal", "all inf", "one finite value", "huge and inf"],
+)
+def test_pyramid_on_degenerate_series(values: np.ndarray) -> None:
+    pyramid = MinMaxPyramid(block=4)
+    pyramid.extend(values)
+    for width in (1, 3, 50):
+        bounds = np.unique(np.linspace(0, values.size, width + 1).astype(np.int64))
+        starts, stops = bounds[:-1], bounds[1:]
+        expected = brute_force_m4(values, starts, stops)
+        assert np.array_equal(pyramid.m4_indices(values, starts, stops), expected)
 
 
 def m4_by_pixel_column(
@@ -110,10 +163,49 @@ def test_m4_with_a_pyramid_picks_the_m4_points(seed: int) -> None:
     assert compared >= 5
 
 
+@pytest.mark.parametrize("zoom", [None, (0.25, 0.27), (0.0, 0.5), (0.9, 1.2)])
+def test_m4_with_the_default_pyramid_on_a_long_noisy_series(
+    zoom: tuple[float, float] | None,
+) -> None:
+    """A dashboard-sized case: 300,000 rows of a noisy curve with gaps (the default block),
+    the whole range and zoomed ones, one step repeated many times: exactly the definition's
+    points."""
+    rng = np.random.default_rng(11)
+    count = 300_000
+    steps = np.arange(count, dtype=np.int64) * 3
+    steps[1000:1400] = steps[1000]  # a step logged 400 times
+    values = (1 + np.exp(-steps / 1e5)) * (1 + 0.3 * rng.standard_normal(count))
+    values[rng.random(count) < 0.05] = np.nan
+    values[::997] = np.inf
+    pyramid = MinMaxPyramid()
+    last = float(steps[-1])
+    x_range = (0.0, last) if zoom is None else (zoom[0] * last, zoom[1] * last)
+    for width in (102, 307):
+        got = m4(steps, values, width, x_range, x_sorted=True, pyramid=pyramid)
+        expected = m4_by_pixel_column(steps, values, width, x_range)
+        assert np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])
+
+
+def test_m4_given_a_pyramid_for_unsorted_steps_or_one_row_gives_the_definitions_points() -> None:
+    """The pyramid serves sorted steps only: with steps that go back (a resumed run) m4
+    reduces each monotonic run by itself, as without a pyramid; one row is one point."""
+    rng = np.random.default_rng(12)
+    steps = np.concatenate((np.arange(0, 20_000), np.arange(15_000, 40_000))).astype(np.int64)
+    values = rng.standard_normal(steps.size)
+    with_pyramid = m4(steps, values, 120, pyramid=MinMaxPyramid())
+    without = m4(steps, values, 120)
+    assert np.array_equal(with_pyramid[0], without[0])
+    assert np.array_equal(with_pyramid[1], without[1])
+    one = m4(
+        np.array([5]), np.array([1.5]), 102, (5.0, 5.0), x_sorted=True, pyramid=MinMaxPyramid()
+    )
+    assert one[0].tolist() == [5] and one[1].tolist() == [1.5]
+
+
 @pytest.mark.parametrize("weight", [0.0, 0.6, 0.99, 0.999])
 def test_ema_extended_piece_by_piece_is_the_ema_of_the_whole(weight: float) -> None:
     rng = np.random.default_rng(7)
-    values = hostile_values(rng, 20_000) * 10 + 50
+    values = hostile_values(rng, 20_000, huge=False) * 10 + 50
     whole = ema(values, weight)
     pieces, state, seen = [], EmaState(), 0
     while seen < values.size:
