@@ -226,5 +226,6 @@ def _raw_rows(values: FloatArray, starts: IntArray, stops: IntArray) -> IntArray
         return np.full((starts.size, 4), -1, dtype=np.int64)
     columns = np.arange(width, dtype=np.int64)
     inside = columns < lengths[:, None]
-    gathered = values[np.minimum(starts[:, None] + columns, max(len(values) - 1, 0))]
+    # mode="clip": the padding past a range's end may run past the series' end.
+    gathered = values.take(starts[:, None] + columns, mode="clip")
     return _leaf_rows(gathered, starts, inside)
