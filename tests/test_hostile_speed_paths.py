@@ -1,0 +1,363 @@
+"""Hostile files and users against this round's fast paths: the sampled first read of a
+large CSV, the charts read side by side on threads, the smoothing made ahead in a worker,
+the x axis with head-room, and the session that starts before the screen.
+
+Each test is one attack with real files (and, where it says so, the real app or the real
+command on a pseudo-terminal). The promise checked is always the product's: no crash, no
+hang, no traceback; no row lost (the end state equals a fresh read of the same bytes); a
+sample never shows a value that is not in the file; q and SIGTERM quit promptly.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from adversarial_support import as_nobody
+from app_support import write_layout
+
+from ocms_tui import session as session_module
+from ocms_tui.model import ChartData, RunModel
+from ocms_tui.problems import Rule
+from ocms_tui.reader import FileState
+from ocms_tui.session import FollowSession
+
+Y_AXIS = ("loss", "eval_loss")
+FIRST_STEP = 1_000_000  # seven digits: every line is LINE_BYTES long
+LINE_BYTES = len(b"1000000,1.000,\n")
+LARGER_THAN = 64 * 1024  # the first read's budget in these tests: anything larger is sampled
+
+
+def _value(step: int) -> float:
+    return 1 + step % 1000 / 1000
+
+
+def _lines(count: int, first: int = FIRST_STEP) -> list[bytes]:
+    """Fixed-width rows whose value is a function of the step: a row can be checked alone."""
+    return [b"%d,%.3f,\n" % (step, _value(step)) for step in range(first, first + count)]
+
+
+def _assert_rows_of_the_file(steps: np.ndarray, values: np.ndarray) -> None:
+    """Every row shown is a row of the file (its value belongs to its step)."""
+    assert len(steps) == len(values)
+    assert np.allclose(values, 1 + (steps % 1000) / 1000)
+
+
+def _load(model: RunModel, limit: int = 10_000) -> None:
+    """The session's reads: the first samples, the next read in slices, until done."""
+    for _ in range(limit):
+        if not model.refresh(budget_bytes=LARGER_THAN).more and not model.settling:
+            return
+    raise AssertionError("the load never ended")
+
+
+def _fresh(directory: Path) -> RunModel:
+    model = RunModel(directory, settle_seconds=0.0)
+    model.refresh()
+    return model
+
+
+def _assert_same_as_fresh(model: RunModel, directory: Path) -> None:
+    """No row lost, none kept from before: what a dashboard started now would show."""
+    reference = _fresh(directory)
+    assert [chart.name for chart in model.charts] == [c.name for c in reference.charts]
+    for chart, other in zip(model.charts, reference.charts, strict=True):
+        assert not chart.sampled
+        assert np.array_equal(chart.steps(), other.steps())
+        for series in range(len(chart.y_axis)):
+            assert np.array_equal(chart.values(series), other.values(series), equal_nan=True)
+            assert chart.stats(series) == other.stats(series)
+    assert model.problems == reference.problems
+
+
+def _large_run(directory: Path, rows: int = 200_000, name: str = "loss") -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    write_layout(directory, {name: list(Y_AXIS)})
+    path = directory / f"{name}.csv"
+    path.write_bytes(b"".join(_lines(rows)))
+    return path
+
+
+def _sampled_model(directory: Path) -> tuple[RunModel, ChartData]:
+    model = RunModel(directory, settle_seconds=0.0)
+    model.refresh(budget_bytes=LARGER_THAN)
+    (chart,) = model.charts
+    assert chart.sampled
+    return model, chart
+
+
+# -- the file changes between the sample and the full read --------------------------------
+
+
+def test_rewritten_shorter_then_longer_between_the_sample_and_the_full_read(
+    tmp_path: Path,
+) -> None:
+    path = _large_run(tmp_path)
+    model, chart = _sampled_model(tmp_path)
+    path.write_bytes(b"".join(_lines(1000, first=5)))  # same inode, shorter
+    model.refresh(budget_bytes=LARGER_THAN)
+    path.write_bytes(b"".join(_lines(300_000, first=7)))  # same inode, longer than before
+    _load(model)
+    assert chart is model.charts[0] and chart.rows == 300_000 and chart.steps()[0] == 7
+    _assert_same_as_fresh(model, tmp_path)
+
+
+def test_rewritten_in_place_during_the_sliced_read(tmp_path: Path) -> None:
+    """Shorter than what was read, then longer again, between two slices: a new file."""
+    path = _large_run(tmp_path)
+    model, chart = _sampled_model(tmp_path)
+    model.refresh(budget_bytes=LARGER_THAN)
+    model.refresh(budget_bytes=LARGER_THAN)
+    assert chart.rows > 0 and chart.sampled
+    with open(path, "r+b") as csv:
+        csv.truncate(100 * LINE_BYTES)
+        csv.seek(0)
+        csv.write(b"".join(_lines(250_000, first=3)))
+    _load(model)
+    assert chart.rows == 250_000 and chart.steps()[0] == 3
+    _assert_same_as_fresh(model, tmp_path)
+
+
+def test_truncated_between_the_sample_and_the_first_slice(tmp_path: Path) -> None:
+    """The file shrinks to a few rows (its last one cut) after it was sampled: the load
+    ends with exactly the rows left, the sample gone."""
+    path = _large_run(tmp_path)
+    model, chart = _sampled_model(tmp_path)
+    _assert_rows_of_the_file(chart.steps(), chart.values(0))
+    with open(path, "r+b") as csv:
+        csv.truncate(10 * LINE_BYTES + 3)
+    _load(model)
+    assert chart.rows == 10
+    assert [problem.rule for problem in model.problems] == [Rule.PARTIAL_LINE]
+    _assert_same_as_fresh(model, tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "symlink loop", "gone"])
+def test_replaced_by_a_non_file_during_the_load_then_restored(tmp_path: Path, kind: str) -> None:
+    path = _large_run(tmp_path)
+    data = path.read_bytes()
+    model, chart = _sampled_model(tmp_path)
+    model.refresh(budget_bytes=LARGER_THAN)
+    path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "symlink loop":
+        os.symlink(path.name, path)
+    started = time.monotonic()
+    model.refresh(budget_bytes=LARGER_THAN)
+    assert time.monotonic() - started < 2, "a FIFO must not be waited for"
+    assert not chart.sampled and chart.rows == 0  # nothing of the old file is left on screen
+    expected = {
+        "fifo": Rule.NOT_A_FILE,
+        "directory": Rule.NOT_A_FILE,
+        "symlink loop": Rule.NOT_A_FILE,
+        "gone": Rule.MISSING_CSV,
+    }[kind]
+    assert [problem.rule for problem in model.problems] == [expected]
+    if kind == "directory":
+        path.rmdir()
+    elif kind != "gone":
+        path.unlink()
+    path.write_bytes(data)
+    _load(model)
+    assert chart.rows == 200_000
+    _assert_same_as_fresh(model, tmp_path)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become another user")
+def test_made_unreadable_during_the_load_then_readable_again() -> None:
+    """As a user who cannot read the file any more (root reads anything: a child as
+    nobody); the chart says why, and reads every row once it may again."""
+    with tempfile.TemporaryDirectory() as name:  # pytest's temp root is private to root
+        Path(name).chmod(0o755)
+        run = Path(name) / "run"
+        path = _large_run(run)
+        for each in (run, path, run / "metrics.json"):
+            os.chown(each, 65534, 65534)
+        _unreadable_as_nobody(run, path)
+
+
+def _unreadable_as_nobody(run: Path, path: Path) -> None:
+
+    def attack() -> int:
+        model, chart = _sampled_model(run)
+        model.refresh(budget_bytes=LARGER_THAN)
+        os.chmod(path, 0)
+        model.refresh(budget_bytes=LARGER_THAN)
+        if chart.follower.state is not FileState.UNREADABLE or chart.sampled or chart.rows:
+            print(f"unreadable: {chart.follower.state} {chart.sampled} {chart.rows}")
+            return 1
+        if [problem.rule for problem in model.problems] != [Rule.NOT_A_FILE]:
+            print(f"problems: {model.problems}", file=sys.stderr)
+            return 2
+        os.chmod(path, 0o644)
+        _load(model)
+        _assert_same_as_fresh(model, run)
+        return 0 if chart.rows == 200_000 else 3
+
+    code, errors = as_nobody(attack)
+    assert code == 0, errors
+
+
+# -- what the sampled windows land in ------------------------------------------------------
+
+
+def _spoiled(rows: int, every: int, spoil: bytes) -> bytes:
+    """`rows` good rows with `spoil` (a whole line) after every `every`-th of them."""
+    lines = _lines(rows)
+    for index in range(every, rows, every):
+        lines[index] = spoil + lines[index]
+    return b"".join(lines)
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        pytest.param(b"\0" * 5000 + b"\n", id="NUL line"),
+        pytest.param(b"\0" * 40, id="NULs inside a row"),
+        pytest.param(b"1000500,1.5", id="cut row"),
+        pytest.param(b"\xef\xbb\xbf", id="BOM inside a row"),
+        pytest.param(b"x" * 6000 + b"\n", id="line longer than a window"),
+    ],
+)
+def test_sampled_windows_landing_in_broken_lines_show_only_rows_of_the_file(
+    tmp_path: Path, spoil: bytes
+) -> None:
+    write_layout(tmp_path, {"loss": list(Y_AXIS)})
+    (tmp_path / "loss.csv").write_bytes(_spoiled(300_000, 997, spoil))
+    model, chart = _sampled_model(tmp_path)
+    _assert_rows_of_the_file(chart.steps(), chart.values(0))
+    assert chart.steps().size > 1000 and chart.stats(0).sampled
+    assert np.all(np.diff(chart.steps()) > 0)
+    _load(model)
+    assert model.problems  # the full read reports what the sample skipped
+    _assert_same_as_fresh(model, tmp_path)
+
+
+@pytest.mark.parametrize("where", ["start", "middle", "end"])
+def test_a_ten_megabyte_line_without_newline(tmp_path: Path, where: str) -> None:
+    write_layout(tmp_path, {"loss": list(Y_AXIS)})
+    lines = _lines(200_000)
+    huge = b"9" * (10 * 1024 * 1024)
+    if where == "start":
+        data = huge + b"\n" + b"".join(lines)
+    elif where == "middle":
+        data = b"".join(lines[:100_000]) + huge + b"\n" + b"".join(lines[100_000:])
+    else:
+        data = b"".join(lines) + huge  # a row never finished
+    (tmp_path / "loss.csv").write_bytes(data)
+    model, chart = _sampled_model(tmp_path)
+    _assert_rows_of_the_file(chart.steps(), chart.values(0))
+    _load(model)
+    assert chart.rows == 200_000
+    rules = {problem.rule for problem in model.problems}
+    # An unfinished line already too long is both: skipped, and not finished.
+    unfinished = {Rule.PARTIAL_LINE} if where == "end" else set()
+    assert rules == {Rule.LINE_TOO_LONG} | unfinished, rules
+    _assert_same_as_fresh(model, tmp_path)
+
+
+def test_a_bom_and_crlf_endings_in_a_sampled_file(tmp_path: Path) -> None:
+    write_layout(tmp_path, {"loss": list(Y_AXIS)})
+    data = b"".join(line.replace(b"\n", b"\r\n") for line in _lines(200_000))
+    (tmp_path / "loss.csv").write_bytes(b"\xef\xbb\xbf" + data)
+    model, chart = _sampled_model(tmp_path)
+    _assert_rows_of_the_file(chart.steps(), chart.values(0))
+    assert chart.last_step == FIRST_STEP + 199_999
+    _load(model)
+    _assert_same_as_fresh(model, tmp_path)
+
+
+def test_a_sparse_hole_of_nul_bytes_where_a_crash_left_one(tmp_path: Path) -> None:
+    """A file extended by a crash (a hole of NULs) and written on after it."""
+    write_layout(tmp_path, {"loss": list(Y_AXIS)})
+    path = tmp_path / "loss.csv"
+    with open(path, "wb") as csv:
+        csv.write(b"".join(_lines(100_000)))
+        csv.seek(8 * 1024 * 1024, os.SEEK_CUR)
+        csv.write(b"\n" + b"".join(_lines(100_000, first=FIRST_STEP + 100_000)))
+    model, chart = _sampled_model(tmp_path)
+    _assert_rows_of_the_file(chart.steps(), chart.values(0))
+    _load(model)
+    assert chart.rows == 200_000
+    _assert_same_as_fresh(model, tmp_path)
+
+
+# -- metrics.json and the directory during the sampled load --------------------------------
+
+
+def test_metrics_json_flipping_between_valid_and_invalid_during_the_load(tmp_path: Path) -> None:
+    _large_run(tmp_path)
+    good = (tmp_path / "metrics.json").read_bytes()
+    model, _ = _sampled_model(tmp_path)
+    for flip in range(12):
+        bad = [b"{", b"", b'{"version": 1, "charts": 5}', b"\0" * 10][flip % 4]
+        (tmp_path / "metrics.json").write_bytes(bad)
+        model.refresh(budget_bytes=LARGER_THAN)
+        assert not model.charts and model.problems
+        (tmp_path / "metrics.json").write_bytes(good)
+        model.refresh(budget_bytes=LARGER_THAN)
+        assert len(model.charts) == 1
+    _load(model)
+    assert model.charts[0].rows == 200_000
+    _assert_same_as_fresh(model, tmp_path)
+
+
+def _session_rows(session: FollowSession) -> int:
+    state = session.state
+    return 0 if state is None or state.loading else state.status.rows
+
+
+def _wait(condition: object, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("how", ["deleted and recreated", "moved away and back"])
+def test_the_watched_directory_goes_during_the_load_and_comes_back(
+    tmp_path: Path, how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real session and its inotify watcher; the load is slowed to small slices so the
+    directory goes while the charts are sampled and half read."""
+    monkeypatch.setattr(session_module, "FIRST_LOAD_BUDGET", LARGER_THAN)
+    monkeypatch.setattr(session_module, "LOAD_BUDGET", LARGER_THAN)
+    run = tmp_path / "run"
+    _large_run(run, rows=1_000_000)
+    data = (run / "loss.csv").read_bytes()
+    layout = (run / "metrics.json").read_bytes()
+    session = FollowSession([run], lambda state: None)
+    session.start()
+    try:
+        _wait(lambda: session.state is not None and session.state.reads >= 2)
+        assert session.state is not None and session.state.loading
+        if how == "deleted and recreated":
+            shutil.rmtree(run)
+            _wait(lambda: session.state is not None and session.state.charts == ())
+            run.mkdir()
+            (run / "loss.csv").write_bytes(data[: 1000 * LINE_BYTES])
+            (run / "metrics.json").write_bytes(layout)
+            expected = 1000
+        else:
+            away = tmp_path / "away"
+            os.rename(run, away)
+            _wait(lambda: session.state is not None and session.state.charts == ())
+            os.rename(away, run)
+            expected = 1_000_000
+        _wait(lambda: _session_rows(session) == expected)
+        with open(run / "loss.csv", "ab") as csv:
+            csv.write(b"".join(_lines(5, first=FIRST_STEP + 1_000_000)))
+        _wait(lambda: _session_rows(session) == expected + 5)
+        (tracked,) = session.runs
+        _assert_same_as_fresh(tracked.model, run)
+    finally:
+        session.stop()
