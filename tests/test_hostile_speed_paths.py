@@ -22,6 +22,7 @@ import pytest
 from adversarial_support import as_nobody
 from app_support import write_layout
 
+from ocms_tui import model as model_module
 from ocms_tui import session as session_module
 from ocms_tui.model import ChartData, RunModel
 from ocms_tui.problems import Rule
@@ -188,6 +189,9 @@ def test_made_unreadable_during_the_load_then_readable_again() -> None:
 def _unreadable_as_nobody(run: Path, path: Path) -> None:
 
     def attack() -> int:
+        # A forked child has none of its parent's threads: the readers' pool an earlier
+        # test started would wait forever for its workers.
+        model_module._chart_readers = None
         model, chart = _sampled_model(run)
         model.refresh(budget_bytes=LARGER_THAN)
         os.chmod(path, 0)
