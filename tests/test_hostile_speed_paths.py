@@ -12,21 +12,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from adversarial_support import as_nobody
 from app_support import write_layout
 
-from ocms_tui import model as model_module
 from ocms_tui import session as session_module
 from ocms_tui.model import ChartData, RunModel
 from ocms_tui.problems import Rule
-from ocms_tui.reader import FileState
 from ocms_tui.session import FollowSession
 
 Y_AXIS = ("loss", "eval_loss")
@@ -171,44 +166,6 @@ def test_replaced_by_a_non_file_during_the_load_then_restored(tmp_path: Path, ki
     _load(model)
     assert chart.rows == 200_000
     _assert_same_as_fresh(model, tmp_path)
-
-
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become another user")
-def test_made_unreadable_during_the_load_then_readable_again() -> None:
-    """As a user who cannot read the file any more (root reads anything: a child as
-    nobody); the chart says why, and reads every row once it may again."""
-    with tempfile.TemporaryDirectory() as name:  # pytest's temp root is private to root
-        Path(name).chmod(0o755)
-        run = Path(name) / "run"
-        path = _large_run(run)
-        for each in (run, path, run / "metrics.json"):
-            os.chown(each, 65534, 65534)
-        _unreadable_as_nobody(run, path)
-
-
-def _unreadable_as_nobody(run: Path, path: Path) -> None:
-
-    def attack() -> int:
-        # A forked child has none of its parent's threads: the readers' pool an earlier
-        # test started would wait forever for its workers.
-        model_module._chart_readers = None
-        model, chart = _sampled_model(run)
-        model.refresh(budget_bytes=LARGER_THAN)
-        os.chmod(path, 0)
-        model.refresh(budget_bytes=LARGER_THAN)
-        if chart.follower.state is not FileState.UNREADABLE or chart.sampled or chart.rows:
-            print(f"unreadable: {chart.follower.state} {chart.sampled} {chart.rows}")
-            return 1
-        if [problem.rule for problem in model.problems] != [Rule.NOT_A_FILE]:
-            print(f"problems: {model.problems}", file=sys.stderr)
-            return 2
-        os.chmod(path, 0o644)
-        _load(model)
-        _assert_same_as_fresh(model, run)
-        return 0 if chart.rows == 200_000 else 3
-
-    code, errors = as_nobody(attack)
-    assert code == 0, errors
 
 
 # -- what the sampled windows land in ------------------------------------------------------
