@@ -322,3 +322,51 @@ def test_the_watched_directory_goes_during_the_load_and_comes_back(
         _assert_same_as_fresh(tracked.model, run)
     finally:
         session.stop()
+
+
+# -- threads: the sample replaced, smoothing made ahead, while the screen draws -----------
+
+
+def test_a_drawing_reads_one_set_of_rows_while_the_sample_is_replaced(tmp_path: Path) -> None:
+    """The loading thread replaces the sample between two reads of a drawing (steps, then
+    values): separate reads paired the sample's steps with the first rows' values, a frame
+    of values drawn at steps they do not belong to. `drawn()` is read once per drawing."""
+    _large_run(tmp_path)
+    model, chart = _sampled_model(tmp_path)
+    store = chart.drawn()
+    torn_steps = chart.steps()  # what a drawing read before the replacement ...
+    _load(model)  # ... the loading thread replaces the sample ...
+    torn_values = chart.values(0)[: len(torn_steps)]  # ... and what it read after
+    assert not np.allclose(torn_values, 1 + (torn_steps % 1000) / 1000)  # the torn pairing
+    _assert_rows_of_the_file(store.steps(), store.values(0))  # one store: a consistent frame
+    shown = store.shown(0, 0.0, False)
+    assert len(shown.values(store.values(0))) == len(store.steps())
+
+
+def _ema(values: np.ndarray, weight: float) -> np.ndarray:
+    from ocms_tui.series import ShownSeries
+
+    return ShownSeries(weight, False).values(values).copy()
+
+
+@pytest.mark.parametrize("when", ["file truncated and rewritten", "sample replaced by rows"])
+def test_smoothing_made_ahead_of_older_rows_is_never_drawn_over_new_ones(
+    tmp_path: Path, when: str
+) -> None:
+    """The worker smooths the rows of the moment; the rows change before it hands over."""
+    path = _large_run(tmp_path)
+    model, chart = _sampled_model(tmp_path)
+    if when == "file truncated and rewritten":
+        _load(model)
+        hand_over = chart.prepare(0, 0.6)  # the worker, on the old rows
+        path.write_bytes(b"".join(_lines(5000, first=11)))
+        model.refresh(budget_bytes=LARGER_THAN)
+    else:
+        model.refresh(budget_bytes=LARGER_THAN)
+        hand_over = chart.prepare(0, 0.6)  # the worker, on the rows read so far
+        _load(model)
+    hand_over()  # on the drawing thread, after the change
+    store = chart.drawn()
+    drawn = store.shown(0, 0.6, False).values(store.values(0))
+    assert np.allclose(drawn, _ema(store.values(0), 0.6))
+    _assert_same_as_fresh(model, tmp_path)
