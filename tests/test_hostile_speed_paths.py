@@ -10,6 +10,7 @@ sample never shows a value that is not in the file; q and SIGTERM quit promptly.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import time
@@ -17,9 +18,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from app_support import write_layout
+from app_support import screen_lines, wait_for, write_layout
+from ocms_recorder import MAX_STEP
 
 from ocms_tui import session as session_module
+from ocms_tui.app import OcmsApp
 from ocms_tui.model import ChartData, RunModel
 from ocms_tui.problems import Rule
 from ocms_tui.session import FollowSession
@@ -370,3 +373,52 @@ def test_smoothing_made_ahead_of_older_rows_is_never_drawn_over_new_ones(
     drawn = store.shown(0, 0.6, False).values(store.values(0))
     assert np.allclose(drawn, _ema(store.values(0), 0.6))
     _assert_same_as_fresh(model, tmp_path)
+
+
+# -- extreme values through the sample's "~" bounds and the x axis's head-room -------------
+
+EXTREMES = [b"1e308", b"-1e308", b"1.7976931348623157e308", b"5e-324", b"-5e-324", b"0", b""]
+BIG_STEP = MAX_STEP - 200_000  # the largest legal steps: the head-room goes past them
+
+
+def _extreme_rows(count: int, first: int) -> bytes:
+    return b"".join(
+        b"%d,%s,%s\n" % (first + row, EXTREMES[row % 7], EXTREMES[(row * 3) % 7])
+        for row in range(count)
+    )
+
+
+async def test_extreme_values_through_the_sample_and_the_growing_x_axis(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_layout(tmp_path, {"loss": list(Y_AXIS)})
+    path = tmp_path / "loss.csv"
+    path.write_bytes(_extreme_rows(150_000, BIG_STEP))
+    monkeypatch.setattr(FollowSession, "_follow", lambda self: None)  # reads taken here
+    monkeypatch.setattr(session_module, "FIRST_LOAD_BUDGET", LARGER_THAN)
+    monkeypatch.setattr(session_module, "LOAD_BUDGET", 1 << 20)
+    app = OcmsApp(tmp_path, watch=False, directory_label="run")
+    app.animation_level = "none"
+    async with app.run_test(size=(120, 40)) as pilot:
+        await asyncio.to_thread(app.session.step)
+        await wait_for(pilot, lambda: len(app.grid.panels) == 1)
+        await pilot.pause()
+        assert app.model.charts[0].sampled
+        sampled = "\n".join(screen_lines(app))
+        assert "~" in sampled and "Traceback" not in sampled, sampled
+        for key in "sl]0sl":  # smoothing, log axis and zoom over the sample
+            await pilot.press(key)
+        while app.session.state is not None and app.session.state.loading:
+            await asyncio.to_thread(app.session.step)
+        for round_ in range(3):  # rows past the axis's end: the head-room grows it
+            with open(path, "ab") as csv:
+                csv.write(_extreme_rows(5000, BIG_STEP + 150_000 + 5000 * round_))
+            app.session.read_everything()
+            await asyncio.to_thread(app.session.step)
+            await pilot.pause()
+        await wait_for(pilot, lambda: app.idle)
+        await pilot.pause()
+        loaded = "\n".join(screen_lines(app))
+        assert app.is_running and "Traceback" not in loaded
+        assert f"step {BIG_STEP + 164_999:,}" in loaded, loaded
+        assert app.model.charts[0].rows == 165_000 and not app.model.charts[0].sampled
