@@ -11,8 +11,10 @@ sample never shows a value that is not in the file; q and SIGTERM quit promptly.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
+import signal
 import time
 from pathlib import Path
 
@@ -20,6 +22,7 @@ import numpy as np
 import pytest
 from app_support import screen_lines, wait_for, write_layout
 from ocms_recorder import MAX_STEP
+from terminal_support import Terminal, installed_command
 
 from ocms_tui import session as session_module
 from ocms_tui.app import OcmsApp
@@ -422,3 +425,59 @@ async def test_extreme_values_through_the_sample_and_the_growing_x_axis(
         assert app.is_running and "Traceback" not in loaded
         assert f"step {BIG_STEP + 164_999:,}" in loaded, loaded
         assert app.model.charts[0].rows == 165_000 and not app.model.charts[0].sampled
+
+
+# -- quitting while the two parsing threads read a 6 x 1,000,000-row run --------------------
+
+SIX_CHARTS = ("loss", "eval", "lr", "grad", "time", "mem")
+QUIT_SECONDS = 3.0  # from the key (or signal) to the process gone, on 2 shared cores
+
+
+@pytest.fixture(scope="module")
+def six_million_rows(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import polars as pl
+
+    directory = tmp_path_factory.mktemp("six_by_1m")
+    write_layout(directory, {name: ["a", "b", "c", "d"] for name in SIX_CHARTS})
+    generator = np.random.default_rng(3)
+    rows = 1_000_000
+    for name in SIX_CHARTS:
+        frame = pl.DataFrame(
+            {"step": np.arange(rows)}
+            | {key: generator.random(rows) * 10 for key in ("a", "b", "c", "d")}
+        )
+        frame.write_csv(directory / f"{name}.csv", include_header=False)
+    return directory
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["q", "SIGTERM", "SIGINT", "q at once"])
+def test_quitting_during_a_six_million_row_load_is_prompt_and_clean(
+    six_million_rows: Path, how: str
+) -> None:
+    """The installed command on a pty; the key or signal comes while the charts are still
+    read side by side (the status line says loading), or before the first screen."""
+    terminal = Terminal([installed_command(), str(six_million_rows)], (160, 48))
+    try:
+        if how == "q at once":
+            terminal.pump(0.3)  # the session reads while Textual is still imported
+        else:
+            terminal.wait_for("loading", timeout=60)
+            assert "6,000,000 rows" not in terminal.text()
+        started = time.monotonic()
+        if how.startswith("q"):
+            terminal.press(b"q")
+        else:
+            os.kill(terminal.pid, getattr(signal, how))
+        code = terminal.exit_code(timeout=15)
+        took = time.monotonic() - started
+    finally:
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(terminal.pid, signal.SIGKILL)
+            os.waitpid(terminal.pid, 0)
+    output = terminal.output.decode(errors="replace")
+    assert "Traceback" not in output and "Error" not in terminal.text(), terminal.text()
+    expected = 0 if how.startswith("q") else 128 + getattr(signal, how)
+    assert code == expected, terminal.text()
+    assert took < QUIT_SECONDS, f"{how} took {took:.2f} s"
+    print(f"\n{how} during the load: gone after {took:.2f} s")
