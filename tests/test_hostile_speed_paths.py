@@ -481,3 +481,42 @@ def test_quitting_during_a_six_million_row_load_is_prompt_and_clean(
     assert code == expected, terminal.text()
     assert took < QUIT_SECONDS, f"{how} took {took:.2f} s"
     print(f"\n{how} during the load: gone after {took:.2f} s")
+
+
+def test_the_inotify_queue_overflows_while_the_run_is_replaced_mid_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kernel drops events (IN_Q_OVERFLOW) while a sampled run is half read and its
+    files are replaced: the events of the replacement are lost, the overflow must still
+    lead to the new files, every row of them and none of the old."""
+    from test_watch import flood
+
+    from ocms_tui.session import run_key
+    from ocms_tui.watch import InotifyWatcher
+
+    monkeypatch.setattr(session_module, "FIRST_LOAD_BUDGET", LARGER_THAN)
+    monkeypatch.setattr(session_module, "LOAD_BUDGET", LARGER_THAN)
+    _large_run(tmp_path, rows=1_000_000)
+    session = FollowSession([tmp_path], lambda state: None, watch=False)
+    watcher = InotifyWatcher(tmp_path, coalesce_seconds=3.0)
+    watcher.start()
+    try:
+        (run,) = session.runs
+        session.watchers[run_key(run)] = watcher
+        session.step()
+        session.step()
+        assert session.state is not None and session.state.loading
+        flood(tmp_path, 2 * int(Path("/proc/sys/fs/inotify/max_queued_events").read_text()))
+        replacement = tmp_path / ".loss.csv.tmp"
+        replacement.write_bytes(b"".join(_lines(3000, first=17)))
+        os.replace(replacement, tmp_path / "loss.csv")  # its events dropped: the queue is full
+        assert watcher.dirty.wait(10)
+        deadline = time.monotonic() + 30
+        while session.state is not None and session.state.loading:
+            assert time.monotonic() < deadline
+            session.step()
+        _assert_same_as_fresh(run.model, tmp_path)
+        assert run.model.charts[0].rows == 3000
+    finally:
+        session.stop()
+        watcher.stop()
