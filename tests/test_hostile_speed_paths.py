@@ -520,3 +520,35 @@ def test_the_inotify_queue_overflows_while_the_run_is_replaced_mid_load(
     finally:
         session.stop()
         watcher.stop()
+
+
+async def test_reload_and_smoothing_keys_hammered_during_the_sampled_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """r (reload: every chart sampled again), s and → (smoothing made ahead on a worker)
+    pressed over and over while the real follow thread reads two charts side by side."""
+    monkeypatch.setattr(session_module, "FIRST_LOAD_BUDGET", LARGER_THAN)
+    monkeypatch.setattr(session_module, "LOAD_BUDGET", 1 << 20)
+    write_layout(tmp_path, {"loss": list(Y_AXIS), "eval": list(Y_AXIS)})
+    for name in ("loss", "eval"):
+        (tmp_path / f"{name}.csv").write_bytes(b"".join(_lines(600_000)))
+    app = OcmsApp(tmp_path, watch=False, directory_label="run")
+    app.animation_level = "none"
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: len(app.grid.panels) == 2)
+        for key in "rs" * 4 + "r" + "s" * 3 + "r":
+            await pilot.press(key)
+            await pilot.press("right")
+            await pilot.pause(0.05)
+        await wait_for(pilot, lambda: app.idle and not app.session.state.loading, timeout=60)
+        await pilot.pause(0.5)
+        lines = "\n".join(screen_lines(app))
+        assert "1,200,000 rows" in lines and "Traceback" not in lines, lines
+        for panel in app.grid.panels:
+            chart, smoothing = panel.chart, panel.view.smoothing
+            store = chart.drawn()
+            assert not chart.sampled and chart.rows == 600_000
+            _assert_rows_of_the_file(store.steps(), store.values(0))
+            if smoothing:  # a smoothing made ahead of other rows would differ from this
+                drawn = store.shown(0, smoothing, False).values(store.values(0))
+                assert np.allclose(drawn, _ema(store.values(0), smoothing))
