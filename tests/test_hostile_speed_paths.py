@@ -552,3 +552,29 @@ async def test_reload_and_smoothing_keys_hammered_during_the_sampled_load(
             if smoothing:  # a smoothing made ahead of other rows would differ from this
                 drawn = store.shown(0, smoothing, False).values(store.values(0))
                 assert np.allclose(drawn, _ema(store.values(0), smoothing))
+
+
+@pytest.mark.slow
+def test_sigterm_as_soon_as_the_terminal_is_set_up_leaves_it_as_it_was(
+    six_million_rows: Path,
+) -> None:
+    """SIGTERM the moment the alternate screen is switched on, before the app is mounted
+    (a 6x1M start: the session reads meanwhile): the app must still exit the way q does.
+    It was killed outright, leaving the terminal in the alternate screen with mouse
+    reporting on."""
+    for _ in range(5):
+        terminal = Terminal([installed_command(), str(six_million_rows)], (160, 48))
+        try:
+            deadline = time.monotonic() + 30
+            while b"\x1b[?1049h" not in terminal.output:
+                assert time.monotonic() < deadline, "the alternate screen never came"
+                terminal.pump(0.005)
+            os.kill(terminal.pid, signal.SIGTERM)
+            code = terminal.exit_code(timeout=15)
+        finally:
+            with contextlib.suppress(ProcessLookupError, ChildProcessError):
+                os.kill(terminal.pid, signal.SIGKILL)
+                os.waitpid(terminal.pid, 0)
+        assert code == 128 + signal.SIGTERM
+        assert not terminal.private_mode_set(1049) and not terminal.private_mode_set(1000)
+        assert b"Traceback" not in terminal.output
