@@ -451,7 +451,7 @@ def six_million_rows(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("how", ["q", "SIGTERM", "SIGINT", "q at once"])
+@pytest.mark.parametrize("how", ["q", "SIGTERM", "SIGINT", "SIGHUP", "q at once"])
 def test_quitting_during_a_six_million_row_load_is_prompt_and_clean(
     six_million_rows: Path, how: str
 ) -> None:
