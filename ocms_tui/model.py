@@ -111,6 +111,13 @@ class ChartData:
     def _shown_store(self) -> SeriesStore:
         return self._store if self._preview is None else self._preview
 
+    def drawn(self) -> SeriesStore:
+        """The rows on screen now (the sample, or every row read). A drawing takes it once
+        and reads steps, values and pyramids from it: the sample is replaced on a loading
+        thread, and separate reads around that moment would pair the sample's steps with
+        the first rows' values."""
+        return self._shown_store
+
     @property
     def loaded_bytes(self) -> tuple[int, int]:
         """(bytes read, bytes the file held when last looked at)."""

@@ -187,11 +187,20 @@ async def test_reload_problems_help_and_quit(tmp_path: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await open_demo(pilot, app)
         charts_before = app.model.charts
-        await pilot.press("r")
-        await wait_for(pilot, lambda: app.idle and app.model.charts is not charts_before)
-        await wait_for(pilot, lambda: len(panels(app)) == 6)
         fresh = RunModel(tmp_path)
         fresh.load_settled()
+        await pilot.press("r")
+        # The charts are replaced as the reload starts, while the state on screen is still
+        # the idle one from before: the rows are checked once the reload's state is shown.
+        await wait_for(
+            pilot,
+            lambda: (
+                app.idle
+                and app.model.charts is not charts_before
+                and app.model.total_rows == fresh.total_rows
+            ),
+        )
+        await wait_for(pilot, lambda: len(panels(app)) == 6)
         assert app.model.total_rows == fresh.total_rows > 500
 
         pane = app.query_one(ProblemsPane)

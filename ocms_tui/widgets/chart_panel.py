@@ -311,21 +311,22 @@ class ChartPanel(Vertical, can_focus=True):
         return Text(" · ".join(parts)) if parts else None
 
     def _series_for_plot(self) -> tuple[list[Series], bool, tuple[float, float] | None]:
-        all_steps = {id(chart): chart.steps() for chart in self.charts}
+        stores = {id(chart): chart.drawn() for chart in self.charts}
+        all_steps = {key: store.steps() for key, store in stores.items()}
         series = []
         for number, line in enumerate(self.lines):
             if number in self.view.hidden:
                 continue
-            chart = line.source.chart
-            steps = all_steps[id(chart)]
-            values = chart.values(line.index)
+            store = stores[id(line.source.chart)]
+            steps = all_steps[id(line.source.chart)]
+            values = store.values(line.index)
             # steps() and values() are two reads of a growing store: use their common rows.
             rows = min(len(steps), len(values))
             # Smoothed and log values and the M4 pyramid are kept with the data and only
             # extended by the rows that arrived since the last draw.
-            shown = chart.shown(line.index, self.view.smoothing, self.view.log_y)
+            shown = store.shown(line.index, self.view.smoothing, self.view.log_y)
             shown_values = shown.values(values[:rows])
-            passes = pass_bounds(rows, chart.restarts, chart.earlier_passes_dropped)
+            passes = pass_bounds(rows, store.restarts, store.earlier_passes_dropped)
             # A run that started again: one line per pass (steps never go back within one),
             # the earlier passes in a lighter character.
             for start, stop in passes:
