@@ -37,7 +37,8 @@ def noisy_run(directory: Path) -> dict[str, list[np.ndarray]]:
         crossing = np.sin(steps / 50_000) + 0.05 * rng.standard_normal(ROWS)
         charts[chart] = [loss, evaluated, crossing]
         columns = {"step": steps} | {
-            f"c{index}": pl.Series(values).fill_nan(None) for index, values in enumerate(charts[chart])
+            f"c{index}": pl.Series(values).fill_nan(None)
+            for index, values in enumerate(charts[chart])
         }
         pl.DataFrame(columns).write_csv(directory / f"{chart}.csv", include_header=False)
     write_layout(directory, {chart: ["loss", "eval", "crossing"] for chart in charts})
@@ -80,9 +81,13 @@ async def test_each_view_key_draws_the_right_picture_at_a_million_rows(tmp_path:
         half = (ROWS - 1) / 2, float(ROWS - 1)
 
         async def press(key: str, redrawn: ChartPanel) -> None:
-            builds = redrawn.plot.builds
+            builds, plotext_builds = redrawn.plot.builds, redrawn.plot.plotext_builds
             await pilot.press(key)
-            await wait_for(pilot, lambda: redrawn.plot.builds > builds and not redrawn.plot.is_stale)
+            await wait_for(
+                pilot, lambda: redrawn.plot.builds > builds and not redrawn.plot.is_stale
+            )
+            # A new axis, range or size is one plotext build: its canvas width was foreseen.
+            assert redrawn.plot.plotext_builds - plotext_builds == redrawn.plot.builds - builds
 
         # The focused chart's next smoothing is made ahead, off the UI thread.
         await wait_for(

@@ -170,6 +170,11 @@ class ChartPlot(PlotextPlot):
         return self._canvas.drawn.data_through if self._canvas.drawn else None
 
     @property
+    def plotext_builds(self) -> int:
+        """plotext builds so far: one per build of this plot (see ChartCanvas.draw)."""
+        return self._canvas.plotext_builds
+
+    @property
     def is_stale(self) -> bool:
         return self._built_key is None or self._built_key[3] != self._generation
 
