@@ -161,6 +161,10 @@ class PlotLine:
     value_array: npt.NDArray[np.float64] = field(compare=False, repr=False)
 
 
+Ticks = tuple[tuple[float, ...], tuple[str, ...]]
+"""Tick positions and their labels."""
+
+
 @dataclass(frozen=True)
 class Plan:
     """Everything plotext is given for one build; equal plans draw equal pictures."""
@@ -169,8 +173,8 @@ class Plan:
     extent: tuple[float, float]  # the x axis
     data_through: float  # the last step of the data (the axis may end a little later)
     canvas_columns: int | None  # the width M4 reduced for (None: the full series)
-    x_ticks: tuple[tuple[float, ...], tuple[str, ...]] | None
-    y_ticks: tuple[tuple[float, ...], tuple[str, ...]] | None
+    x_ticks: Ticks | None
+    y_ticks: Ticks | None
     plotext_log: bool
     lines: tuple[PlotLine, ...]
 
@@ -228,7 +232,9 @@ class ChartCanvas:
     def __init__(self, figure: Any) -> None:
         self.figure = figure
         self._frame_columns = PLOTEXT_FRAME_COLUMNS
-        self._last_y_ticks: tuple[tuple[float, ...], tuple[str, ...]] | None = None
+        # The y ticks last drawn per axis and x range (the latest last): the labels a key
+        # that comes back to a view (l twice, zoom reset) will draw again.
+        self._drawn_y_ticks: dict[tuple[bool, tuple[float, float] | None], Ticks | None] = {}
         self._canvas_rows = 0
         self.points_drawn = 0
         self.extent: tuple[float, float] | None = None
@@ -269,12 +275,18 @@ class ChartCanvas:
         return self._plan(series, request, extent, data[1], self._foresee(request), settle=True)
 
     def _foresee(self, request: PlotRequest) -> int:
-        """plotext's canvas width, foreseen before M4 reduces for it: the y labels of the
-        last picture (M4 at any width keeps each series' extremes, so the labels of a
-        view hardly ever change with its width; `_plan` checks). Asking the values for
-        their extremes first would cost as much as the M4 itself (about 1 ms per series at
-        1,000,000 rows, measured), so this guess is only checked after the one reduction."""
-        columns = self._canvas_width(request, self._last_y_ticks)
+        """plotext's canvas width, foreseen before M4 reduces for it: the y labels last
+        drawn with this axis and x range, else with this axis, else the last ones (M4 at any
+        width keeps each series' extremes, so the labels of a view do not change with its
+        width; `_plan` checks). Asking the values for their extremes first would cost as
+        much as the M4 itself (about 1 ms per series at 1,000,000 rows, measured), so this
+        guess is only checked after the one reduction."""
+        drawn = self._drawn_y_ticks
+        ticks = drawn.get((request.log_y, request.x_range))
+        if ticks is None:
+            same_axis = [found for (log_y, _), found in drawn.items() if log_y == request.log_y]
+            ticks = same_axis[-1] if same_axis else next(reversed(drawn.values()), None)
+        columns = self._canvas_width(request, ticks)
         return request.width - _FRAME_AND_LABEL_GUESS if columns is None else columns
 
     def shows(self, plan: Plan) -> bool:
@@ -323,7 +335,11 @@ class ChartCanvas:
                 return None
         self.extent = plan.extent
         self.drawn = plan
-        self._last_y_ticks = plan.y_ticks
+        view = (request.log_y, request.x_range)
+        self._drawn_y_ticks.pop(view, None)
+        self._drawn_y_ticks[view] = plan.y_ticks
+        while len(self._drawn_y_ticks) > _KEPT_VIEWS:
+            del self._drawn_y_ticks[next(iter(self._drawn_y_ticks))]
         self._drawn_key = self._key(plan, columns)
         return picture
 
@@ -351,9 +367,7 @@ class ChartCanvas:
             plan = self._reduced_plan(series, request, extent, data_through, columns)
         return plan
 
-    def _canvas_width(
-        self, request: PlotRequest, y_ticks: tuple[tuple[float, ...], tuple[str, ...]] | None
-    ) -> int | None:
+    def _canvas_width(self, request: PlotRequest, y_ticks: Ticks | None) -> int | None:
         """plotext's canvas width with these y labels (None: plotext labels the axis)."""
         if y_ticks is None:
             return None
@@ -541,7 +555,7 @@ def _lit_pixels(x: np.ndarray, y: np.ndarray, width: int, height: int) -> bytes:
 
 def _y_ticks(
     values: list[npt.NDArray[np.float64]], request: PlotRequest, axis: YAxis
-) -> tuple[tuple[float, ...], tuple[str, ...]] | None:
+) -> Ticks | None:
     """The y ticks and labels given to plotext for series with these finite `values` on
     `axis`; None leaves the labels to plotext."""
     if axis.ticks:
