@@ -55,8 +55,9 @@ PLOTEXT_FRAME_COLUMNS = 2
 # A width M4 first reduces for before any label was drawn: a frame and a 6-character label.
 _FRAME_AND_LABEL_GUESS = 8
 # Per series, the M4 columns of this many recent views (x range and width) are kept: a key
-# that comes back to a view (zoom reset, restore after maximise) reduces nothing again.
-_KEPT_VIEWS = 4
+# that comes back to a view (zoom reset, restore after maximise) or goes to one prepared
+# ahead (the next zoom) reduces nothing again.
+_KEPT_VIEWS = 6
 Y_CELLS_PER_TICK = 2  # about a y label every other row (spaced_ticks keeps them apart)
 Y_AXIS_FRAME_ROWS = 3  # rows of a plot that are not canvas: frame top and bottom, x labels
 
@@ -235,6 +236,7 @@ class ChartCanvas:
         # The y ticks last drawn per axis and x range (the latest last): the labels a key
         # that comes back to a view (l twice, zoom reset) will draw again.
         self._drawn_y_ticks: dict[tuple[bool, tuple[float, float] | None], Ticks | None] = {}
+        """The y ticks drawn (or prepared) per axis and x range, the latest last."""
         self._canvas_rows = 0
         self.points_drawn = 0
         self.extent: tuple[float, float] | None = None
@@ -303,6 +305,20 @@ class ChartCanvas:
         self.drawn = plan
         return True
 
+    def prepare(self, series: list[Series], request: PlotRequest) -> None:
+        """Reduce `series` for a view likely asked for next, without drawing: its M4 columns
+        are kept and its y labels foreseen, so a key that asks for it reduces nothing."""
+        plan = self.plan(series, request)
+        if plan is not None and plan.lines:
+            self._remember_y_ticks(request, plan.y_ticks)
+
+    def _remember_y_ticks(self, request: PlotRequest, y_ticks: Ticks | None) -> None:
+        view = (request.log_y, request.x_range)
+        self._drawn_y_ticks.pop(view, None)
+        self._drawn_y_ticks[view] = y_ticks
+        while len(self._drawn_y_ticks) > _KEPT_VIEWS:
+            del self._drawn_y_ticks[next(iter(self._drawn_y_ticks))]
+
     def forget(self, reductions: bool = False) -> None:
         """Nothing is on screen from this canvas any more (the owner shows something else).
         `reductions`: forget the kept M4 columns too, so that the next build reduces every
@@ -335,11 +351,7 @@ class ChartCanvas:
                 return None
         self.extent = plan.extent
         self.drawn = plan
-        view = (request.log_y, request.x_range)
-        self._drawn_y_ticks.pop(view, None)
-        self._drawn_y_ticks[view] = plan.y_ticks
-        while len(self._drawn_y_ticks) > _KEPT_VIEWS:
-            del self._drawn_y_ticks[next(iter(self._drawn_y_ticks))]
+        self._remember_y_ticks(request, plan.y_ticks)
         self._drawn_key = self._key(plan, columns)
         return picture
 

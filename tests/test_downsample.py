@@ -383,3 +383,21 @@ def test_a_view_shown_again_reduces_nothing_again() -> None:
         asked = pyramid.columns_asked
         assert canvas.build(series, request) == _build(series, request, reduce=False)
         assert pyramid.columns_asked == asked
+
+
+def test_a_prepared_view_is_drawn_without_reducing_again() -> None:
+    """A view prepared ahead (the next zoom) is then drawn with one plotext build, asking the
+    pyramid nothing, and draws what the full series draw."""
+    rng = np.random.default_rng(5)
+    steps = np.arange(300_000)
+    pyramid = _CountingPyramid()
+    series = [Series(steps, _random_walk(rng, steps.size), series_color(0), True, pyramid=pyramid)]
+    canvas = ChartCanvas(PlotextFigure())
+    canvas.build(series, PlotRequest(80, 20))
+    for zoom in (1, 2, 3):
+        zoomed = PlotRequest(80, 20, x_range=(299_999 - 299_999 / 2**zoom, 299_999.0))
+        canvas.prepare(series, zoomed)
+        asked, builds = pyramid.columns_asked, canvas.plotext_builds
+        assert canvas.build(series, zoomed) == _build(series, zoomed, reduce=False)
+        assert pyramid.columns_asked == asked
+        assert canvas.plotext_builds == builds + 1

@@ -208,6 +208,14 @@ class ChartPanel(Vertical, can_focus=True):
         self._show_data()
         if self.has_focus:
             self.set_timer(PREPARE_AFTER_SECONDS, self.prepare_next_smoothing)
+        self.set_timer(PREPARE_AFTER_SECONDS, self.prepare_next_zoom)
+
+    def prepare_next_zoom(self) -> None:
+        """Reduce the series for the range `]` shows next, once this frame is drawn: at
+        1,000,000 rows a new range costs about 1 ms of M4 per series, the key then none."""
+        if self.shared.zoom < MAX_ZOOM:
+            all_steps = [chart.steps() for chart in self.charts]
+            self.plot.prepare(self._x_range(all_steps, self.shared.zoom + 1))
 
     def toggle_series(self, index: int) -> bool:
         if not 0 <= index < len(self.lines):
@@ -347,12 +355,12 @@ class ChartPanel(Vertical, can_focus=True):
                         rows=None if len(passes) == 1 else (start, stop),
                     )
                 )
-        return series, self.view.log_y, self._x_range(list(all_steps.values()))
+        return series, self.view.log_y, self._x_range(list(all_steps.values()), self.shared.zoom)
 
-    def _x_range(self, all_steps: list[np.ndarray]) -> tuple[float, float] | None:
+    def _x_range(self, all_steps: list[np.ndarray], zoom: int) -> tuple[float, float] | None:
         present = [steps for steps in all_steps if steps.size]
-        if not self.shared.zoom or not present:
+        if not zoom or not present:
             return None
         low = min(float(steps.min()) for steps in present)
         high = max(float(steps.max()) for steps in present)
-        return (high - (high - low) / 2**self.shared.zoom, high)
+        return (high - (high - low) / 2**zoom, high)
