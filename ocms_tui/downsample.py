@@ -282,7 +282,9 @@ def ema_extend(y: npt.ArrayLike, weight: float, state: EmaState) -> tuple[FloatA
     fading = int(-70 * math.log(2) / log_weight) + 1
     if state.average:
         head = min(values.size, fading)
-        zero_started[:head] += (state.average / scale) * np.exp(np.arange(1, head + 1) * log_weight)
+        zero_started[:head] += (state.average / scale) * np.exp(
+            np.arange(1, head + 1) * log_weight
+        )
     debiased = max(0, min(values.size, fading - state.count))
     if debiased:
         counts = np.arange(state.count + 1, state.count + debiased + 1, dtype=np.float64)

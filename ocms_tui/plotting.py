@@ -233,10 +233,9 @@ class ChartCanvas:
     def __init__(self, figure: Any) -> None:
         self.figure = figure
         self._frame_columns = PLOTEXT_FRAME_COLUMNS
-        # The y ticks last drawn per axis and x range (the latest last): the labels a key
-        # that comes back to a view (l twice, zoom reset) will draw again.
+        # The y ticks drawn (or prepared) per axis and x range, the latest last: the labels
+        # a key that comes back to a view (l twice, zoom reset) will draw again.
         self._drawn_y_ticks: dict[tuple[bool, tuple[float, float] | None], Ticks | None] = {}
-        """The y ticks drawn (or prepared) per axis and x range, the latest last."""
         self._canvas_rows = 0
         self.points_drawn = 0
         self.extent: tuple[float, float] | None = None

@@ -37,8 +37,7 @@ def noisy_run(directory: Path) -> dict[str, list[np.ndarray]]:
         crossing = np.sin(steps / 50_000) + 0.05 * rng.standard_normal(ROWS)
         charts[chart] = [loss, evaluated, crossing]
         columns = {"step": steps} | {
-            f"c{index}": pl.Series(values).fill_nan(None)
-            for index, values in enumerate(charts[chart])
+            f"c{index}": pl.Series(values).fill_nan(None) for index, values in enumerate(charts[chart])
         }
         pl.DataFrame(columns).write_csv(directory / f"{chart}.csv", include_header=False)
     write_layout(directory, {chart: ["loss", "eval", "crossing"] for chart in charts})
