@@ -17,7 +17,7 @@ import numpy.typing as npt
 import plotext._utility as plotext_utility
 
 from ocms_tui import plotext_speedups
-from ocms_tui.axis_range import y_axis
+from ocms_tui.axis_range import YAxis, y_axis
 from ocms_tui.downsample import M4Memo, m4
 from ocms_tui.pyramid import MinMaxPyramid
 from ocms_tui.ticks import log_ticks, nice_ticks, spaced_ticks, tick_count, tick_labels
@@ -47,9 +47,17 @@ SERIES_MARKERS = (MARKER, "•", "+", "x", "*", "o", "#", "%")
 # A run that started again: earlier passes over the steps are drawn in this lighter
 # character, in the series' colour, so the latest pass stands out and no line goes back.
 EARLIER_PASS_MARKER = "·"
-# plotext's frame takes 2 columns; its y tick labels about 6 more. Only a first guess: the
-# real canvas width is read back after each build and remembered.
+# plotext's canvas is the plot's width less its frame (the y axis lines, left and right: 2
+# columns) and the longest y tick label. We choose the labels, so the canvas width follows
+# from them and plotext builds once for it; its real width is still read back after each
+# build, and a frame found to differ is remembered.
+PLOTEXT_FRAME_COLUMNS = 2
+# A width M4 first reduces for before any label was drawn: a frame and a 6-character label.
 _FRAME_AND_LABEL_GUESS = 8
+# Per series, the M4 columns of this many recent views (x range and width) are kept: a key
+# that comes back to a view (zoom reset, restore after maximise) or goes to one prepared
+# ahead (the next zoom) reduces nothing again.
+_KEPT_VIEWS = 6
 Y_CELLS_PER_TICK = 2  # about a y label every other row (spaced_ticks keeps them apart)
 Y_AXIS_FRAME_ROWS = 3  # rows of a plot that are not canvas: frame top and bottom, x labels
 
@@ -154,6 +162,10 @@ class PlotLine:
     value_array: npt.NDArray[np.float64] = field(compare=False, repr=False)
 
 
+Ticks = tuple[tuple[float, ...], tuple[str, ...]]
+"""Tick positions and their labels."""
+
+
 @dataclass(frozen=True)
 class Plan:
     """Everything plotext is given for one build; equal plans draw equal pictures."""
@@ -162,8 +174,8 @@ class Plan:
     extent: tuple[float, float]  # the x axis
     data_through: float  # the last step of the data (the axis may end a little later)
     canvas_columns: int | None  # the width M4 reduced for (None: the full series)
-    x_ticks: tuple[tuple[float, ...], tuple[str, ...]] | None
-    y_ticks: tuple[tuple[float, ...], tuple[str, ...]] | None
+    x_ticks: Ticks | None
+    y_ticks: Ticks | None
     plotext_log: bool
     lines: tuple[PlotLine, ...]
 
@@ -171,6 +183,9 @@ class Plan:
     def points(self) -> int:
         return sum(len(line.values) for line in self.lines)
 
+
+View = tuple[float, float, int]
+"""An x range and the canvas columns it is drawn on."""
 
 Run = tuple[str, str]
 """Cells of one colour: their characters and the ANSI code plotext opens them with."""
@@ -217,7 +232,10 @@ class ChartCanvas:
 
     def __init__(self, figure: Any) -> None:
         self.figure = figure
-        self._canvas_columns: dict[tuple[int, int, bool], int] = {}
+        self._frame_columns = PLOTEXT_FRAME_COLUMNS
+        # The y ticks drawn (or prepared) per axis and x range, the latest last: the labels
+        # a key that comes back to a view (l twice, zoom reset) will draw again.
+        self._drawn_y_ticks: dict[tuple[bool, tuple[float, float] | None], Ticks | None] = {}
         self._canvas_rows = 0
         self.points_drawn = 0
         self.extent: tuple[float, float] | None = None
@@ -225,9 +243,12 @@ class ChartCanvas:
         self.drawn: Plan | None = None
         self._drawn_key: tuple[Any, ...] | None = None
         self._keyed: tuple[Plan, tuple[int, int], tuple[Any, ...]] | None = None
-        # Per drawn series (its pyramid, its first row): the last M4's columns, so that a
-        # grown series is reduced again in its changed columns only.
-        self._m4_memos: dict[tuple[int, int], M4Memo] = {}
+        # Per drawn series (its pyramid, its first row), per recent view (x range, canvas
+        # columns): the M4's columns, so that a grown series is reduced again in its changed
+        # columns only, and a view shown again not at all.
+        self._m4_memos: dict[tuple[int, int], dict[View, M4Memo]] = {}
+        self.plotext_builds = 0
+        """plotext builds so far: one per draw unless the canvas width was foreseen wrong."""
 
     def build(self, series: list[Series], request: PlotRequest, reduce: bool = True) -> str | None:
         """plotext's output (ANSI text) for `series`, or None when nothing is drawable.
@@ -250,26 +271,52 @@ class ChartCanvas:
         else:
             previous = self.drawn.extent if self.drawn is not None else None
             extent = grown_extent(data, previous)
-        key = (request.width, request.height, request.log_y)
-        guess = self._canvas_columns.get(key, request.width - _FRAME_AND_LABEL_GUESS)
-        return self._plan(series, request, extent, data[1], guess if reduce else None)
+        if not reduce:
+            return self._plan(series, request, extent, data[1], None)
+        return self._plan(series, request, extent, data[1], self._foresee(request), settle=True)
+
+    def _foresee(self, request: PlotRequest) -> int:
+        """plotext's canvas width, foreseen before M4 reduces for it: the y labels last
+        drawn with this axis and x range, else with this axis, else the last ones (M4 at any
+        width keeps each series' extremes, so the labels of a view do not change with its
+        width; `_plan` checks). Asking the values for their extremes first would cost as
+        much as the M4 itself (about 1 ms per series at 1,000,000 rows, measured), so this
+        guess is only checked after the one reduction."""
+        drawn = self._drawn_y_ticks
+        ticks = drawn.get((request.log_y, request.x_range))
+        if ticks is None:
+            same_axis = [found for (log_y, _), found in drawn.items() if log_y == request.log_y]
+            ticks = same_axis[-1] if same_axis else next(reversed(drawn.values()), None)
+        columns = self._canvas_width(request, ticks)
+        return request.width - _FRAME_AND_LABEL_GUESS if columns is None else columns
 
     def shows(self, plan: Plan) -> bool:
         """Whether the last picture drawn is exactly what `plan` would draw: the same size,
         theme, axes, ticks and labels, and every line lighting the same pixels. Cheap (numpy
         on the reduced points), and exact: it maps and rasterises with plotext's own
         helpers."""
-        if self.drawn is None or self._drawn_key is None:
+        if self.drawn is None or self._drawn_key is None or plan.canvas_columns is None:
             return False
-        columns = self._canvas_columns.get(
-            (plan.request.width, plan.request.height, plan.request.log_y)
-        )
-        if columns is None or plan.canvas_columns != columns:
-            return False
-        if self._key(plan, columns) != self._drawn_key:
+        # The key holds the canvas width the plan was reduced for and the y labels that
+        # decide the real one: equal keys mean the plan fits the canvas drawn.
+        if self._key(plan, plan.canvas_columns) != self._drawn_key:
             return False
         self.drawn = plan
         return True
+
+    def prepare(self, series: list[Series], request: PlotRequest) -> None:
+        """Reduce `series` for a view likely asked for next, without drawing: its M4 columns
+        are kept and its y labels foreseen, so a key that asks for it reduces nothing."""
+        plan = self.plan(series, request)
+        if plan is not None and plan.lines:
+            self._remember_y_ticks(request, plan.y_ticks)
+
+    def _remember_y_ticks(self, request: PlotRequest, y_ticks: Ticks | None) -> None:
+        view = (request.log_y, request.x_range)
+        self._drawn_y_ticks.pop(view, None)
+        self._drawn_y_ticks[view] = y_ticks
+        while len(self._drawn_y_ticks) > _KEPT_VIEWS:
+            del self._drawn_y_ticks[next(iter(self._drawn_y_ticks))]
 
     def forget(self, reductions: bool = False) -> None:
         """Nothing is on screen from this canvas any more (the owner shows something else).
@@ -282,29 +329,62 @@ class ChartCanvas:
             self._m4_memos = {}
 
     def draw(self, plan: Plan, series: list[Series]) -> Picture | None:
-        """Build `plan` with plotext (None: nothing drawable). When the y labels took another
-        width than the plan guessed, `series` are reduced again for the real canvas."""
+        """Build `plan` with plotext (None: nothing drawable). Should plotext's canvas not be
+        the width the plan foresaw, `series` are reduced again for the real one and built
+        again (and the frame it showed is foreseen from then on)."""
         self.forget()
         picture = self._render(plan)
         if picture is None:
             return None
         request = plan.request
         columns = len(self.figure.monitor.matrix.Cols_canvas)
-        self._canvas_columns[(request.width, request.height, request.log_y)] = columns
         self._canvas_rows = len(self.figure.monitor.matrix.Rows_canvas)
         if plan.canvas_columns is not None and columns != plan.canvas_columns:
-            # The y tick labels took another width than guessed; M4 keeps the y range, so
-            # the second build has exactly the canvas the reduction assumed.
+            if columns > 0 and plan.y_ticks is not None:
+                self._frame_columns = request.width - _label_width(plan.y_ticks[1]) - columns
+            # M4 keeps the y range (so the labels) at any width: this build has exactly the
+            # canvas the reduction assumed.
             plan = self._plan(series, request, plan.extent, plan.data_through, columns)
             picture = self._render(plan)
             if picture is None:
                 return None
         self.extent = plan.extent
         self.drawn = plan
+        self._remember_y_ticks(request, plan.y_ticks)
         self._drawn_key = self._key(plan, columns)
         return picture
 
     def _plan(
+        self,
+        series: list[Series],
+        request: PlotRequest,
+        extent: tuple[float, float],
+        data_through: float,
+        canvas_columns: int | None,
+        settle: bool = False,
+    ) -> Plan:
+        """The plan with every series M4-reduced for `canvas_columns` (None: not reduced).
+        `settle`: the columns were foreseen; should the reduced values' y labels leave
+        plotext another width, reduce again for it (M4 only: plotext builds once)."""
+        plan = self._reduced_plan(series, request, extent, data_through, canvas_columns)
+        for _ in range(2 if settle else 0):
+            columns = self._canvas_width(request, plan.y_ticks)
+            if columns is None or columns == plan.canvas_columns:
+                break
+            # The columns of the width that did not fit are kept no longer than needed.
+            wrong = (float(extent[0]), float(extent[1]), plan.canvas_columns)
+            for views in self._m4_memos.values():
+                views.pop(wrong, None)
+            plan = self._reduced_plan(series, request, extent, data_through, columns)
+        return plan
+
+    def _canvas_width(self, request: PlotRequest, y_ticks: Ticks | None) -> int | None:
+        """plotext's canvas width with these y labels (None: plotext labels the axis)."""
+        if y_ticks is None:
+            return None
+        return max(0, request.width - self._frame_columns - _label_width(y_ticks[1]))
+
+    def _reduced_plan(
         self,
         series: list[Series],
         request: PlotRequest,
@@ -318,12 +398,11 @@ class ChartCanvas:
             ticks = nice_ticks(low, high)
             x_ticks = (tuple(ticks), tuple(tick_labels(ticks)))
         drawable: list[tuple[Series, np.ndarray, npt.NDArray[np.float64]]] = []
-        memos: dict[tuple[int, int], M4Memo] = {}
+        memos: dict[tuple[int, int], dict[View, M4Memo]] = {}
         for line in series:
             memo = None
-            if line.pyramid is not None:
-                memo_key = (id(line.pyramid), line.rows[0] if line.rows else 0)
-                memo = memos[memo_key] = self._m4_memos.get(memo_key) or M4Memo()
+            if line.pyramid is not None and canvas_columns is not None:
+                memo = self._memo(line, memos, extent, canvas_columns)
             if canvas_columns is None:
                 steps, values = line.drawn_steps, line.drawn_values
                 keep = np.isfinite(values) & (steps >= low) & (steps <= high)
@@ -341,17 +420,15 @@ class ChartCanvas:
                 )
             if values.size:
                 drawable.append((line, steps, values))
-        self._m4_memos = memos
+        if canvas_columns is not None:
+            self._m4_memos = memos
         if not drawable:
             # Nothing to draw (e.g. only non-positive values on a log axis): plotext would
             # fail on an empty log axis.
             return Plan(request, extent, data_through, canvas_columns, x_ticks, None, False, ())
         # M4 keeps each column's extremes, so the reduced values span the full y range.
         axis = y_axis([values for _, _, values in drawable], request.log_y)
-        y_ticks = (axis.ticks, axis.labels) if axis.ticks else None
-        if not axis.ticks:  # a plain axis: round, short ticks instead of plotext's own
-            ticks = _value_ticks(_finite_range([values for _, _, values in drawable]), request)
-            y_ticks = (tuple(ticks), tuple(tick_labels(ticks))) if ticks else None
+        y_ticks = _y_ticks([values for _, _, values in drawable], request, axis)
         lines = []
         for line, steps, values in drawable:
             # Steps as floats: plotext turns them into floats anyway, and float lists take
@@ -378,10 +455,31 @@ class ChartCanvas:
             tuple(lines),
         )
 
+    def _memo(
+        self,
+        line: Series,
+        memos: dict[tuple[int, int], dict[View, M4Memo]],
+        extent: tuple[float, float],
+        canvas_columns: int,
+    ) -> M4Memo:
+        """The kept M4 columns of `line` in this view (a fresh memo for a view not kept),
+        recorded in `memos` as the latest view of the series."""
+        key = (id(line.pyramid), line.rows[0] if line.rows else 0)
+        views = memos.get(key)
+        if views is None:
+            views = memos[key] = self._m4_memos.get(key, {})
+        view = (float(extent[0]), float(extent[1]), canvas_columns)
+        memo = views.pop(view, None) or M4Memo()
+        views[view] = memo
+        while len(views) > _KEPT_VIEWS:
+            del views[next(iter(views))]
+        return memo
+
     def _render(self, plan: Plan) -> Picture | None:
         self.points_drawn = plan.points
         if not plan.lines:
             return None
+        self.plotext_builds += 1
         figure = self.figure
         request = plan.request
         figure.clear_figure()
@@ -464,6 +562,23 @@ def _lit_pixels(x: np.ndarray, y: np.ndarray, width: int, height: int) -> bytes:
     bitmap[x[inside] * height + y[inside]] = True
     outside = np.unique(x[~inside] * (height + 1) + y[~inside]) if not inside.all() else x[:0]
     return np.packbits(bitmap).tobytes() + outside.tobytes()
+
+
+def _y_ticks(
+    values: list[npt.NDArray[np.float64]], request: PlotRequest, axis: YAxis
+) -> Ticks | None:
+    """The y ticks and labels given to plotext for series with these finite `values` on
+    `axis`; None leaves the labels to plotext."""
+    if axis.ticks:
+        return axis.ticks, axis.labels
+    # A plain axis: round, short ticks instead of plotext's own.
+    ticks = _value_ticks(_finite_range(values), request)
+    return (tuple(ticks), tuple(tick_labels(ticks))) if ticks else None
+
+
+def _label_width(labels: tuple[str, ...]) -> int:
+    """Columns plotext gives the y labels: the longest (it pads the others to it)."""
+    return max(map(len, labels), default=0)
 
 
 def _finite_range(arrays: list[np.ndarray]) -> tuple[float, float]:

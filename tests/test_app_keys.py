@@ -219,3 +219,22 @@ async def test_reload_problems_help_and_quit(tmp_path: Path) -> None:
         await pilot.press("q")
         await pilot.pause()
     assert app.return_code == 0
+
+
+async def test_a_view_key_draws_its_frame_before_the_next_smoothing_is_made(
+    tmp_path: Path,
+) -> None:
+    """After s, the smoothing s gives next is made ahead only once the key's own frame is
+    drawn: no thread competes with that frame for the interpreter."""
+    write_demo_run(tmp_path, steps=400)
+    app = OcmsApp(tmp_path, watch=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await open_demo(pilot, app)
+        loss = panels(app)[0]
+        await wait_for(pilot, lambda: loss.chart.prepared_smoothing(0) == 0.6)
+        for prepared in (0.9, 0.99):
+            builds = loss.plot.builds
+            await pilot.press("s")
+            await wait_for(pilot, lambda builds=builds: loss.plot.builds > builds)
+            assert loss.chart.prepared_smoothing(0) is None  # not yet: the frame first
+            await wait_for(pilot, lambda p=prepared: loss.chart.prepared_smoothing(0) == p)

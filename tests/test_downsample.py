@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -277,3 +278,126 @@ def test_an_ema_started_in_polars_and_extended_in_numpy_matches_tensorboard(
     finite = np.isfinite(want)
     np.testing.assert_allclose(smoothed[finite], want[finite], rtol=1e-9, atol=0)
     assert state.count == int(np.count_nonzero(np.isfinite(values)))
+
+
+def _views(size: tuple[int, int]) -> list[PlotRequest]:
+    """What view keys ask a panel for, in turn: a first draw, the log axis, a zoomed range,
+    another size (maximise), the zoom reset."""
+    width, height = size
+    return [
+        PlotRequest(width, height),
+        PlotRequest(width, height, log_y=True),
+        PlotRequest(width, height, log_y=True, x_range=(9_000.0, 30_000.0)),
+        PlotRequest(width + 37, height + 11, x_range=(9_000.0, 30_000.0)),
+        PlotRequest(width, height),
+    ]
+
+
+def _with_pyramids(series: list[Series]) -> list[Series]:
+    """`series` as the dashboard hands them over: sorted steps with a pyramid kept."""
+    return [
+        replace(line, pyramid=MinMaxPyramid(), steps_sorted=True)
+        for line in series
+        if line.steps_sorted
+    ]
+
+
+@pytest.mark.parametrize("size", [(80, 20), (52, 14), (158, 37)])
+@pytest.mark.parametrize(
+    ("case", "pyramids"),
+    [(case, False) for case in _cases()]
+    + [(case, True) for case, series in _cases().items() if _with_pyramids(series)],
+)
+def test_a_view_at_a_new_size_or_axis_builds_plotext_once(
+    case: str, size: tuple[int, int], pyramids: bool
+) -> None:
+    """plotext's canvas width follows from our own y labels, so each new view (size, log
+    axis, zoomed range) is one plotext build, not one at a guessed width and another at the
+    real one, and draws what the full series draw."""
+    linear = _with_pyramids(_cases()[case]) if pyramids else _cases()[case]
+    # As the dashboard gives a log axis its series: values <= 0 as gaps, a pyramid of its own.
+    logarithmic = [
+        replace(
+            line,
+            values=np.where(line.values > 0, line.values, np.nan),
+            pyramid=MinMaxPyramid() if line.pyramid else None,
+        )
+        for line in linear
+    ]
+    figure = PlotextFigure()
+    canvas = ChartCanvas(figure)
+    for request in _views(size):
+        series = logarithmic if request.log_y else linear
+        before = canvas.plotext_builds
+        plan = canvas.plan(series, request)
+        assert plan is not None
+        picture = canvas.draw(plan, series)
+        full = _build(series, request, reduce=False)
+        if picture is None:  # nothing drawable in this view (e.g. a log axis of negatives)
+            assert full is None
+            continue
+        assert canvas.plotext_builds - before == 1, request
+        assert len(figure.monitor.matrix.Cols_canvas) == plan.canvas_columns
+        assert picture.ansi() == full
+
+
+def test_a_wrong_frame_is_corrected_once_and_remembered() -> None:
+    """Should plotext's frame not be the width foreseen (the read-back is the fallback), the
+    first build is done again at the real canvas width, and the next views build once."""
+    series = _cases()["positive values"]
+    canvas = ChartCanvas(PlotextFigure())
+    canvas._frame_columns = 5  # a frame plotext does not draw
+    requests = _views((80, 20))
+    builds = []
+    for request in requests:
+        before = canvas.plotext_builds
+        assert canvas.build(series, request) == _build(series, request, reduce=False)
+        builds.append(canvas.plotext_builds - before)
+    assert builds[0] == 2
+    assert builds[1:] == [1] * (len(requests) - 1)
+
+
+class _CountingPyramid(MinMaxPyramid):
+    """A real pyramid that counts the pixel columns it is asked about."""
+
+    columns_asked = 0
+
+    def m4_indices(self, values: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+        self.columns_asked += len(starts)
+        return super().m4_indices(values, starts, stops)
+
+
+def test_a_view_shown_again_reduces_nothing_again() -> None:
+    """Zoom reset and restore come back to a view drawn before: its M4 columns are kept, so
+    the pyramid is asked nothing, and the picture is still the full series'."""
+    rng = np.random.default_rng(3)
+    steps = np.arange(200_000)
+    pyramid = _CountingPyramid()
+    series = [Series(steps, _random_walk(rng, steps.size), series_color(0), True, pyramid=pyramid)]
+    canvas = ChartCanvas(PlotextFigure())
+    whole, zoomed = PlotRequest(80, 20), PlotRequest(80, 20, x_range=(150_000.0, 199_999.0))
+    maximised = PlotRequest(150, 40)
+    for request in (whole, zoomed, maximised):
+        canvas.build(series, request)
+    for request in (whole, zoomed, maximised):
+        asked = pyramid.columns_asked
+        assert canvas.build(series, request) == _build(series, request, reduce=False)
+        assert pyramid.columns_asked == asked
+
+
+def test_a_prepared_view_is_drawn_without_reducing_again() -> None:
+    """A view prepared ahead (the next zoom) is then drawn with one plotext build, asking the
+    pyramid nothing, and draws what the full series draw."""
+    rng = np.random.default_rng(5)
+    steps = np.arange(300_000)
+    pyramid = _CountingPyramid()
+    series = [Series(steps, _random_walk(rng, steps.size), series_color(0), True, pyramid=pyramid)]
+    canvas = ChartCanvas(PlotextFigure())
+    canvas.build(series, PlotRequest(80, 20))
+    for zoom in (1, 2, 3):
+        zoomed = PlotRequest(80, 20, x_range=(299_999 - 299_999 / 2**zoom, 299_999.0))
+        canvas.prepare(series, zoomed)
+        asked, builds = pyramid.columns_asked, canvas.plotext_builds
+        assert canvas.build(series, zoomed) == _build(series, zoomed, reduce=False)
+        assert pyramid.columns_asked == asked
+        assert canvas.plotext_builds == builds + 1

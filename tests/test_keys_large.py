@@ -80,9 +80,13 @@ async def test_each_view_key_draws_the_right_picture_at_a_million_rows(tmp_path:
         half = (ROWS - 1) / 2, float(ROWS - 1)
 
         async def press(key: str, redrawn: ChartPanel) -> None:
-            builds = redrawn.plot.builds
+            builds, plotext_builds = redrawn.plot.builds, redrawn.plot.plotext_builds
             await pilot.press(key)
-            await wait_for(pilot, lambda: redrawn.plot.builds > builds and not redrawn.plot.is_stale)
+            await wait_for(
+                pilot, lambda: redrawn.plot.builds > builds and not redrawn.plot.is_stale
+            )
+            # A new axis, range or size is one plotext build: its canvas width was foreseen.
+            assert redrawn.plot.plotext_builds - plotext_builds == redrawn.plot.builds - builds
 
         # The focused chart's next smoothing is made ahead, off the UI thread.
         await wait_for(

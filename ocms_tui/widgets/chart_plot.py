@@ -164,10 +164,26 @@ class ChartPlot(PlotextPlot):
         self._planned = (key, plan, series)
         return False
 
+    def prepare(self, x_range: tuple[float, float] | None) -> None:
+        """Reduce the series for the x range a key will likely ask for next (see
+        ChartCanvas.prepare); nothing when not on screen."""
+        if not self.region:
+            return
+        series, log_y, _ = self._source()
+        if series:
+            width, height = self.size
+            request = PlotRequest(width, height, log_y=log_y, x_range=x_range, theme=self._theme())
+            self._canvas.prepare(series, request)
+
     @property
     def drawn_through(self) -> float | None:
         """The last step of the data in the picture on screen (None: no picture)."""
         return self._canvas.drawn.data_through if self._canvas.drawn else None
+
+    @property
+    def plotext_builds(self) -> int:
+        """plotext builds so far: one per build of this plot (see ChartCanvas.draw)."""
+        return self._canvas.plotext_builds
 
     @property
     def is_stale(self) -> bool:
