@@ -177,3 +177,60 @@ def test_matrix_cells_are_set_as_plotext_sets_them() -> None:
                 plotext_speedups.install()
             matrices.append((matrix.marker, matrix.fullground, matrix.style, matrix.background))
         assert matrices[0] == matrices[1]
+
+
+def test_signals_are_placed_in_the_matrix_as_plotext_places_them() -> None:
+    """place_signal against plotext's own lines, on random dots (repeated, off the canvas,
+    off the matrix), every marker size, with and without colours and styles: the same matrix,
+    the same cells and the same colours and styles handed on to the legend."""
+    from plotext._matrix import matrix_class
+
+    assert plotext_speedups._FASTER_BUILD_PLOT is not plotext_speedups._ORIGINAL_BUILD_PLOT
+    rng = random.Random(13)
+    for _ in range(300):
+        x, y = _random_points(rng)
+        x, y = x * rng.randint(1, 3), y * rng.randint(1, 3)  # repeated dots
+        count = len(x)
+        marker = rng.choice(("braille", "hd", "fhd", "•", "+"))
+        color = rng.choice((None, (1, 2, 3), "red"))
+        style = rng.choice((None, "default", "bold"))
+        mixed = rng.random() < 0.1  # two markers: plotext's own code (which fails on two
+        if mixed:  # sizes of dots; its own way of drawing several is one signal each)
+            marker = rng.choice(("•", "+"))
+        markers = [marker if not mixed or i % 2 else "x" for i in range(count)]
+        canvas = (rng.randint(1, 40), rng.randint(1, 30))
+        start = (rng.randint(-2, 5), rng.randint(-2, 5))
+        results = []
+        for place in (plotext_speedups._original_place_signal, plotext_speedups.place_signal):
+            matrix = matrix_class()
+            matrix.set_size(40, 30)
+            matrix.set_canvas_area(2, 38, 2, 28)
+            matrix.set_matrices()
+            placed = place(
+                matrix, list(x), list(y), list(markers), [color] * count, [style] * count,
+                *canvas, *start,
+            )  # fmt: skip
+            cells = sorted(zip(*placed, strict=True), key=repr)
+            results.append((matrix.marker, matrix.fullground, matrix.style, cells))
+        assert results[0] == results[1]
+
+
+def test_a_noisy_braille_chart_draws_the_same_with_and_without_them() -> None:
+    """A follower's chart: noisy series of one run in braille, M4-reduced, many columns
+    crossing."""
+    rng = np.random.default_rng(1)
+    steps = np.arange(1_000, dtype=np.int64)
+    series = [
+        Series(steps, np.cumsum(rng.standard_normal(1_000)) * scale, series_color(i))
+        for i, scale in enumerate((1.0, 0.3, 3.0, 0.01))
+    ]
+    for size in ((59, 15), (160, 40), (12, 5)):
+        request = PlotRequest(*size)
+        canvas = ChartCanvas(_figure_class())
+        try:
+            plotext_speedups.uninstall()
+            expected = canvas.build(series, request)
+        finally:
+            plotext_speedups.install()
+        assert expected is not None
+        assert ChartCanvas(_figure_class()).build(series, request) == expected
