@@ -398,23 +398,26 @@ def place_signal(
             matrix, x, y, m, c, st, width_canvas, height_canvas, col_start, row_start
         )
     cell_x, cell_y = xs // across, ys // down
-    keys, inverse = np.unique(_pixel_keys(cell_x, cell_y), return_inverse=True)
-    inverse = inverse.reshape(-1)
-    first = np.zeros(keys.size, dtype=np.int64)
-    first[inverse[::-1]] = np.arange(count)[::-1]  # any dot of the cell gives its place
-    cell_x, cell_y = cell_x[first], cell_y[first]
-    if dotted:
-        codes = np.zeros(keys.size, dtype=np.int64)
-        np.bitwise_or.at(codes, inverse, 1 << ((down - 1 - ys % down) * across + xs % across))
-        characters = _CELL_CHARACTERS[across * down][codes]
-    else:
-        characters = np.full(keys.size, marker, dtype=object)
+    # Only cells on the canvas are drawn: the dots of the others are left out first.
     inside = (cell_x >= 0) & (cell_x < width_canvas) & (cell_y >= 0) & (cell_y < height_canvas)
-    cell_x, cell_y, characters = cell_x[inside], cell_y[inside], characters[inside]
-    if any(character is None for character in characters.tolist()):
-        return _original_place_signal(
-            matrix, x, y, m, c, st, width_canvas, height_canvas, col_start, row_start
-        )
+    if not inside.any():
+        return [[], [], [], [], []]  # what plotext's lines leave for a signal off the canvas
+    # Each cell of the canvas gets a row of dots, numbered as plotext flattens a pattern;
+    # a dot sets its one, so a cell's pattern is read off its row as bits.
+    lit = np.zeros((width_canvas * height_canvas, across * down), dtype=bool)
+    dot = (down - 1 - ys % down) * across + xs % across
+    lit[(cell_x * height_canvas + cell_y)[inside], dot[inside]] = True
+    codes = lit.astype(np.int64) @ (1 << np.arange(across * down, dtype=np.int64))
+    occupied = np.flatnonzero(codes)
+    cell_x, cell_y = occupied // height_canvas, occupied % height_canvas
+    if dotted:
+        characters = _CELL_CHARACTERS[across * down][codes[occupied]]
+        if any(character is None for character in characters.tolist()):
+            return _original_place_signal(
+                matrix, x, y, m, c, st, width_canvas, height_canvas, col_start, row_start
+            )
+    else:
+        characters = np.full(occupied.size, marker, dtype=object)
     columns, rows = cell_x + col_start, cell_y + row_start
     # insert_element's own check: cells off the matrix are not set.
     on_matrix = (columns >= 0) & (columns < matrix.cols) & (rows >= 0) & (rows < matrix.rows)
