@@ -32,6 +32,7 @@ import numpy as np
 import plotext._build as plotext_build
 import plotext._utility as plotext_utility
 from plotext._matrix import matrix_class
+from plotext._monitor import monitor_class
 
 _ORIGINAL_GET_LINES: Callable[..., list[Any]] = plotext_utility.get_lines
 _ORIGINAL_HD_GROUP: Callable[..., tuple[Any, Any, Any]] = plotext_utility.hd_group
@@ -479,6 +480,22 @@ def _faster_build_plot() -> Callable[..., None]:
 
 
 _FASTER_BUILD_PLOT = _faster_build_plot()
+
+
+def clear_plot(figure: Any) -> None:
+    """`figure.clear_figure()` for a top-level figure without subplots (a widget's plot): a
+    new plot (monitor) with every setting at plotext's default, the figure itself kept.
+    clear_figure re-makes the whole figure, and a top-level one then makes a second, dummy
+    figure and deep-copies a monitor for it: about a tenth of a follower's build. The
+    figure's own settings (its size, whether it is limited to the terminal) are set again
+    before every build by its owner."""
+    if not (figure._is_master and figure._no_plots):
+        figure.clear_figure()
+        return
+    figure.monitor = monitor_class()
+    figure.monitor.set_date(figure.date)
+    figure.monitor.set_size(figure._size)
+
 
 _REPLACED = {
     "get_lines": (get_lines, _ORIGINAL_GET_LINES),

@@ -234,3 +234,26 @@ def test_a_noisy_braille_chart_draws_the_same_with_and_without_them() -> None:
             plotext_speedups.install()
         assert expected is not None
         assert ChartCanvas(_figure_class()).build(series, request) == expected
+
+
+def test_a_figure_cleared_between_builds_draws_what_a_new_figure_draws() -> None:
+    """clear_plot leaves nothing of one build in the next: one figure building charts of
+    other sizes, axes, themes and markers in turn draws each as a figure never used."""
+    from textual_plotext import PlotextPlot
+
+    rng = np.random.default_rng(4)
+    steps = np.arange(300, dtype=np.int64)
+    noisy = np.abs(np.cumsum(rng.standard_normal(300))) + 0.5
+    requests = [
+        PlotRequest(70, 18),
+        PlotRequest(40, 10, log_y=True, theme="textual-dark"),
+        PlotRequest(90, 25, x_range=(100.0, 250.0)),
+        PlotRequest(30, 8, theme="textual-light"),
+    ]
+    markers = ["braille", "+", "braille", "•"]
+    used = ChartCanvas(PlotextPlot().plt)
+    for request, marker in zip(requests * 2, markers * 2, strict=True):
+        series = [Series(steps, noisy * (1 + k), series_color(k), marker=marker) for k in range(3)]
+        expected = ChartCanvas(PlotextPlot().plt).build(series, request)
+        assert expected is not None
+        assert used.build(series, request) == expected
