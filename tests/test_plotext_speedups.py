@@ -257,3 +257,19 @@ def test_a_figure_cleared_between_builds_draws_what_a_new_figure_draws() -> None
         expected = ChartCanvas(PlotextPlot().plt).build(series, request)
         assert expected is not None
         assert used.build(series, request) == expected
+
+
+def test_the_largest_marker_factor_is_plotexts() -> None:
+    import plotext._utility as plotext_utility
+
+    rng = random.Random(17)
+    choices = ("braille", "hd", "fhd", "•", "+", "sd", "dot")
+    for _ in range(200):
+        markers: list = [rng.choice(choices) for _ in range(rng.randint(0, 30))]
+        if rng.random() < 0.1:
+            markers.append(["unhashable"])
+        for factors in ((2, 2, 2), (2, 3, 4)):
+            expected = max(
+                [plotext_utility.marker_factor(el, *factors) for el in markers], default=1
+            )
+            assert plotext_speedups.largest_factor(markers, *factors) == expected
