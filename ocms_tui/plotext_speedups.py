@@ -12,17 +12,27 @@ The pixel lists these helpers hand each other are remembered with the int64 arra
 made from (`_pixels`), so the next helper takes the array instead of checking and
 converting every element again; to plotext they are plain lists.
 
+After those, most of a build was still plotext's per-dot lines that turn a signal's dots into
+character cells (two calls to `marker_factor` per dot, the dot pattern of each cell, and one
+`insert_element` per cell). `place_signal` does that whole step per signal in numpy; it is
+swapped into `build_plot` itself, in place of exactly those lines of its source (when they
+read as expected; otherwise `build_plot` stays plotext's own).
+
 `install()` swaps them into `plotext._utility`, which `plotext._build` reads at call time.
 """
 
 from __future__ import annotations
 
+import inspect
+import textwrap
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import plotext._build as plotext_build
 import plotext._utility as plotext_utility
 from plotext._matrix import matrix_class
+from plotext._monitor import monitor_class
 
 _ORIGINAL_GET_LINES: Callable[..., list[Any]] = plotext_utility.get_lines
 _ORIGINAL_HD_GROUP: Callable[..., tuple[Any, Any, Any]] = plotext_utility.hd_group
@@ -33,6 +43,7 @@ _ORIGINAL_GET_LIM: Callable[..., list[Any]] = plotext_utility.get_lim
 _ORIGINAL_JOIN: Callable[..., list[Any]] = plotext_utility.join
 _ORIGINAL_INSERT_ELEMENT: Callable[..., None] = matrix_class.insert_element
 _ORIGINAL_SET_MATRICES: Callable[..., None] = matrix_class.set_matrices
+_ORIGINAL_BUILD_PLOT: Callable[..., None] = plotext_build.build_class.build_plot
 # Below this many points numpy's per-call cost outweighs the loop it replaces.
 _FEW_POINTS = 32
 _INT = frozenset({int})
@@ -302,6 +313,219 @@ def set_matrices(self: Any) -> None:
     self.style = [[plotext_utility.no_color] * columns for _ in self.Rows]
 
 
+def _original_place_signal(
+    matrix: Any,
+    x: list[Any],
+    y: list[Any],
+    m: list[Any],
+    c: list[Any],
+    st: list[Any],
+    width_canvas: int,
+    height_canvas: int,
+    col_start: int,
+    row_start: int,
+) -> list[Any]:
+    """plotext's own lines (`_PLACED_SOURCE`) for one signal: its dots brushed, grouped into
+    character cells, cut to the canvas and set in the matrix. Returns (x, y, m, c, st) as
+    they are after those lines (the legend reads c and st)."""
+    ut = plotext_utility
+    x, y, m, c, st = ut.brush(x, y, m, c, st)
+    xf = [ut.marker_factor(el, 2, 2, 2) for el in m]
+    yf = [ut.marker_factor(el, 2, 3, 4) for el in m]
+    test = max(xf, default=1) * max(yf, default=1) != 1
+    x, y, mxy = ut.hd_group(x, y, xf, yf) if test else (x, y, [])
+    m = [ut.get_hd_marker(mxy[i]) if m[i] in ut.hd_symbols else m[i] for i in range(len(x))]
+    x, y, m, c, st = ut.remove_outsiders(x, y, width_canvas, height_canvas, m, c, st)
+    x, y, m, c, st = ut.brush(x, y, m, c, st)
+    for i in range(len(x)):
+        matrix.insert_element(x[i] + col_start, y[i] + row_start, m[i], c[i], st[i])
+    return [x, y, m, c, st]
+
+
+def _cell_characters(codes: dict[tuple[int, ...], str]) -> np.ndarray:
+    """plotext's dot-pattern table as an array: index = the pattern's dots as bits (dot i of
+    the pattern is bit i), value = its character (None where plotext has none)."""
+    table = np.full(1 << len(next(iter(codes))), None, dtype=object)
+    for pattern, character in codes.items():
+        table[sum(dot << bit for bit, dot in enumerate(pattern))] = character
+    return table
+
+
+# get_hd_marker picks the table by the pattern's length: 2x2, 2x3 or 2x4 dots.
+_CELL_CHARACTERS = {
+    len(next(iter(codes))): _cell_characters(codes)
+    for codes in (
+        plotext_utility.hd_codes,
+        plotext_utility.fhd_codes,
+        plotext_utility.braille_codes,
+    )
+}
+
+
+def place_signal(
+    matrix: Any,
+    x: list[Any],
+    y: list[Any],
+    m: list[Any],
+    c: list[Any],
+    st: list[Any],
+    width_canvas: int,
+    height_canvas: int,
+    col_start: int,
+    row_start: int,
+) -> list[Any]:
+    """`_original_place_signal` in numpy for the usual signal: integer dots, one marker,
+    colour and style for all of them. Each cell's character is the one plotext gives the set
+    of the signal's dots in it; cells outside the canvas or the matrix are left out. Returns
+    the cells in another order than plotext's (which follows a set's order, varying from
+    process to process); the matrix is the same."""
+    count = len(x)
+    uniform = (
+        count > 0
+        and len(y) == count
+        and all(len(values) == count and values.count(values[0]) == count for values in (m, c, st))
+    )
+    xs, ys = (_integers(x), _integers(y)) if uniform else (None, None)
+    marker = m[0] if uniform else None
+    if xs is None or ys is None or not isinstance(marker, str):
+        return _original_place_signal(
+            matrix, x, y, m, c, st, width_canvas, height_canvas, col_start, row_start
+        )
+    across = plotext_utility.marker_factor(marker, 2, 2, 2)
+    down = plotext_utility.marker_factor(marker, 2, 3, 4)
+    dotted = marker in plotext_utility.hd_symbols
+    if dotted != (across * down != 1):  # a marker plotext itself would fail on
+        return _original_place_signal(
+            matrix, x, y, m, c, st, width_canvas, height_canvas, col_start, row_start
+        )
+    cell_x, cell_y = xs // across, ys // down
+    # Only cells on the canvas are drawn: the dots of the others are left out first.
+    inside = (cell_x >= 0) & (cell_x < width_canvas) & (cell_y >= 0) & (cell_y < height_canvas)
+    if not inside.any():
+        return [[], [], [], [], []]  # what plotext's lines leave for a signal off the canvas
+    # Each cell of the canvas gets a row of dots, numbered as plotext flattens a pattern;
+    # a dot sets its one, so a cell's pattern is read off its row as bits.
+    lit = np.zeros((width_canvas * height_canvas, across * down), dtype=bool)
+    dot = (down - 1 - ys % down) * across + xs % across
+    lit[(cell_x * height_canvas + cell_y)[inside], dot[inside]] = True
+    codes = lit.astype(np.int64) @ (1 << np.arange(across * down, dtype=np.int64))
+    occupied = np.flatnonzero(codes)
+    cell_x, cell_y = occupied // height_canvas, occupied % height_canvas
+    if dotted:
+        characters = _CELL_CHARACTERS[across * down][codes[occupied]]
+        if any(character is None for character in characters.tolist()):
+            return _original_place_signal(
+                matrix, x, y, m, c, st, width_canvas, height_canvas, col_start, row_start
+            )
+    else:
+        characters = np.full(occupied.size, marker, dtype=object)
+    columns, rows = cell_x + col_start, cell_y + row_start
+    # insert_element's own check: cells off the matrix are not set.
+    on_matrix = (columns >= 0) & (columns < matrix.cols) & (rows >= 0) & (rows < matrix.rows)
+    color, style = c[0], st[0]
+    for column, row, character in zip(
+        columns[on_matrix].tolist(),
+        rows[on_matrix].tolist(),
+        characters[on_matrix].tolist(),
+        strict=True,
+    ):
+        matrix.marker[row][column] = character
+        if color is not None:
+            matrix.fullground[row][column] = color
+        if style is not None:
+            matrix.style[row][column] = style
+    kept = int(cell_x.size)
+    return [_pixels(cell_x), _pixels(cell_y), characters.tolist(), [color] * kept, [style] * kept]
+
+
+# The lines of plotext's build_plot that place_signal stands for, as plotext 5.3 has them.
+_PLACED_SOURCE = """\
+    # Get Actual HD Markers
+    x, y, m, c, st = ut.transpose([ut.brush(x[s], y[s], m[s], c[s], st[s]) for s in Signals], 5)
+    xf = [[ut.marker_factor(el, 2, 2, 2) for el in m[s]] for s in Signals]
+    yf = [[ut.marker_factor(el, 2, 3, 4) for el in m[s]] for s in Signals]
+    test = [max(xf[s], default = 1) * max(yf[s], default = 1) != 1 for s in Signals]
+    x, y, mxy = ut.transpose([ut.hd_group(x[s], y[s], xf[s], yf[s]) if test[s] else (x[s], y[s], []) for s in Signals], 3)
+    m = [[ut.get_hd_marker(mxy[s][i]) if m[s][i] in ut.hd_symbols else m[s][i] for i in range(len(x[s]))] for s in Signals]
+
+    # Add Data to Canvas
+    x, y, m, c, st = ut.transpose([ut.remove_outsiders(x[s], y[s], width_canvas, height_canvas, m[s], c[s], st[s]) for s in Signals], 5)
+
+    x, y, m, c, st = ut.transpose([ut.brush(x[s], y[s], m[s], c[s], st[s]) for s in Signals], 5)
+    [[self.matrix.insert_element(x[s][i] + col_start, y[s][i] + row_start, m[s][i], c[s][i], st[s][i]) for i in range(len(x[s]))] for s in Signals]
+"""
+_PLACING = (
+    "    x, y, m, c, st = ut.transpose([_place_signal(self.matrix, x[s], y[s], m[s], c[s],"
+    " st[s], width_canvas, height_canvas, col_start, row_start) for s in Signals], 5)\n"
+)
+
+
+def largest_factor(markers: list[Any], hd: int, fhd: int, braille: int) -> int:
+    """`max([marker_factor(el, hd, fhd, braille) for el in markers], default=1)` over the
+    markers' distinct values: build_plot asks it of every point's marker (one and the same,
+    hundreds of times)."""
+    try:
+        distinct: Any = set(markers)
+    except TypeError:  # unhashable markers: plotext's way
+        distinct = markers
+    factors = [plotext_utility.marker_factor(el, hd, fhd, braille) for el in distinct]
+    return max(factors, default=1)
+
+
+# The canvas's dots per cell, found from the largest marker of each signal.
+_FACTOR_SOURCE = """\
+    xf = [max([ut.marker_factor(el, 2, 2, 2) for el in self.marker[s]], default = 1) for s in Signals]
+    yf = [max([ut.marker_factor(el, 2, 3, 4) for el in self.marker[s]], default = 1) for s in Signals]
+"""
+_FACTORS = """\
+    xf = [_largest_factor(self.marker[s], 2, 2, 2) for s in Signals]
+    yf = [_largest_factor(self.marker[s], 2, 3, 4) for s in Signals]
+"""
+
+
+def _faster_build_plot() -> Callable[..., None]:
+    """plotext's build_plot with the lines of `_PLACED_SOURCE` replaced by one call of
+    `place_signal` per signal, and those of `_FACTOR_SOURCE` by `largest_factor`;
+    plotext's own when its source is not the expected one."""
+    try:
+        source = textwrap.dedent(inspect.getsource(_ORIGINAL_BUILD_PLOT))
+    except (OSError, TypeError):
+        return _ORIGINAL_BUILD_PLOT
+    for lines, faster in ((_PLACED_SOURCE, _PLACING), (_FACTOR_SOURCE, _FACTORS)):
+        if source.count(lines) != 1:
+            return _ORIGINAL_BUILD_PLOT
+        source = source.replace(lines, faster)
+    namespace = {
+        **vars(plotext_build),
+        "_place_signal": place_signal,
+        "_largest_factor": largest_factor,
+    }
+    where = (
+        f"{inspect.getfile(_ORIGINAL_BUILD_PLOT)} (build_plot as ocms_tui.plotext_speedups made it)"
+    )
+    exec(compile(source, where, "exec"), namespace)
+    built: Callable[..., None] = namespace["build_plot"]
+    return built
+
+
+_FASTER_BUILD_PLOT = _faster_build_plot()
+
+
+def clear_plot(figure: Any) -> None:
+    """`figure.clear_figure()` for a top-level figure without subplots (a widget's plot): a
+    new plot (monitor) with every setting at plotext's default, the figure itself kept.
+    clear_figure re-makes the whole figure, and a top-level one then makes a second, dummy
+    figure and deep-copies a monitor for it: about a tenth of a follower's build. The
+    figure's own settings (its size, whether it is limited to the terminal) are set again
+    before every build by its owner."""
+    if not (figure._is_master and figure._no_plots):
+        figure.clear_figure()
+        return
+    figure.monitor = monitor_class()
+    figure.monitor.set_date(figure.date)
+    figure.monitor.set_size(figure._size)
+
+
 _REPLACED = {
     "get_lines": (get_lines, _ORIGINAL_GET_LINES),
     "hd_group": (hd_group, _ORIGINAL_HD_GROUP),
@@ -315,6 +539,7 @@ _REPLACED_METHODS = {
     "insert_element": (insert_element, _ORIGINAL_INSERT_ELEMENT),
     "set_matrices": (set_matrices, _ORIGINAL_SET_MATRICES),
 }
+_REPLACED_BUILD_METHODS = {"build_plot": (_FASTER_BUILD_PLOT, _ORIGINAL_BUILD_PLOT)}
 
 
 def install() -> None:
@@ -323,6 +548,8 @@ def install() -> None:
         setattr(plotext_utility, name, faster)
     for name, (faster, _) in _REPLACED_METHODS.items():
         setattr(matrix_class, name, faster)
+    for name, (faster, _) in _REPLACED_BUILD_METHODS.items():
+        setattr(plotext_build.build_class, name, faster)
 
 
 def uninstall() -> None:
@@ -331,3 +558,5 @@ def uninstall() -> None:
         setattr(plotext_utility, name, original)
     for name, (_, original) in _REPLACED_METHODS.items():
         setattr(matrix_class, name, original)
+    for name, (_, original) in _REPLACED_BUILD_METHODS.items():
+        setattr(plotext_build.build_class, name, original)

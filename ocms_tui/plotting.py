@@ -482,7 +482,7 @@ class ChartCanvas:
         self.plotext_builds += 1
         figure = self.figure
         request = plan.request
-        figure.clear_figure()
+        plotext_speedups.clear_plot(figure)  # figure.clear_figure(), for a tenth of a build less
         # plotext clamps a figure to the terminal it runs in; a widget (or a headless
         # snapshot) has its own size. plotext offers no public per-figure switch.
         figure._limit_size(False, False)

@@ -5,6 +5,7 @@ a plot when a row changes it and skips the build when a row changes no pixel."""
 from __future__ import annotations
 
 import math
+import random
 from pathlib import Path
 
 import numpy as np
@@ -205,3 +206,34 @@ async def test_a_plot_not_on_screen_is_not_built_until_shown(tmp_path: Path) -> 
         await pilot.press("escape")  # the grid again
         await wait_for(pilot, lambda: lr.plot.drawn_through == 502)
         assert lr.plot.builds > builds  # built for the grid (its layout may take two sizes)
+
+
+async def test_a_followed_plot_repaints_only_changed_lines_and_shows_the_whole_picture(
+    tmp_path: Path,
+) -> None:
+    """Rows under the same axes repaint only the plot's lines that changed; what the screen
+    then holds (Textual's cached lines plus the repainted ones) is line for line what a
+    full repaint of the new picture gives."""
+    from textual.geometry import Region
+
+    write_layout(tmp_path, {"loss": ["loss", "noise"]})
+    rng = random.Random(2)
+    rows = [f"{step},{_value(step)!r},{rng.random()!r}" for step in range(1000)]
+    append_rows(tmp_path / "loss.csv", rows)
+    app = OcmsApp(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_text(pilot, "step 999 · 1,000 rows")
+        plot = app.query_one(ChartPanel).plot
+        await wait_for(pilot, lambda: not plot.is_stale)
+        width, height = plot.size
+        whole = Region(0, 0, width, height)
+        for step in range(1000, 1040, 2):
+            new = [f"{s},{_value(s)!r},{rng.random()!r}" for s in (step, step + 1)]
+            append_rows(tmp_path / "loss.csv", new)
+            await wait_for_text(pilot, f"step {step + 1:,} · {step + 2:,} rows")
+            await wait_for(pilot, lambda: not plot.is_stale)
+            await pilot.pause()
+            shown = [list(strip) for strip in plot.render_lines(whole)]
+            plot.refresh()  # everything painted again from the picture
+            assert shown == [list(strip) for strip in plot.render_lines(whole)]
+        assert 0 < plot.lines_repainted < 20 * height  # some reads repainted some lines only

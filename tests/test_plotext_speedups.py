@@ -177,3 +177,99 @@ def test_matrix_cells_are_set_as_plotext_sets_them() -> None:
                 plotext_speedups.install()
             matrices.append((matrix.marker, matrix.fullground, matrix.style, matrix.background))
         assert matrices[0] == matrices[1]
+
+
+def test_signals_are_placed_in_the_matrix_as_plotext_places_them() -> None:
+    """place_signal against plotext's own lines, on random dots (repeated, off the canvas,
+    off the matrix), every marker size, with and without colours and styles: the same matrix,
+    the same cells and the same colours and styles handed on to the legend."""
+    from plotext._matrix import matrix_class
+
+    assert plotext_speedups._FASTER_BUILD_PLOT is not plotext_speedups._ORIGINAL_BUILD_PLOT
+    rng = random.Random(13)
+    for _ in range(300):
+        x, y = _random_points(rng)
+        x, y = x * rng.randint(1, 3), y * rng.randint(1, 3)  # repeated dots
+        count = len(x)
+        marker = rng.choice(("braille", "hd", "fhd", "•", "+"))
+        color = rng.choice((None, (1, 2, 3), "red"))
+        style = rng.choice((None, "default", "bold"))
+        mixed = rng.random() < 0.1  # two markers: plotext's own code (which fails on two
+        if mixed:  # sizes of dots; its own way of drawing several is one signal each)
+            marker = rng.choice(("•", "+"))
+        markers = [marker if not mixed or i % 2 else "x" for i in range(count)]
+        canvas = (rng.randint(1, 40), rng.randint(1, 30))
+        start = (rng.randint(-2, 5), rng.randint(-2, 5))
+        results = []
+        for place in (plotext_speedups._original_place_signal, plotext_speedups.place_signal):
+            matrix = matrix_class()
+            matrix.set_size(40, 30)
+            matrix.set_canvas_area(2, 38, 2, 28)
+            matrix.set_matrices()
+            placed = place(
+                matrix, list(x), list(y), list(markers), [color] * count, [style] * count,
+                *canvas, *start,
+            )  # fmt: skip
+            cells = sorted(zip(*placed, strict=True), key=repr)
+            results.append((matrix.marker, matrix.fullground, matrix.style, cells))
+        assert results[0] == results[1]
+
+
+def test_a_noisy_braille_chart_draws_the_same_with_and_without_them() -> None:
+    """A follower's chart: noisy series of one run in braille, M4-reduced, many columns
+    crossing."""
+    rng = np.random.default_rng(1)
+    steps = np.arange(1_000, dtype=np.int64)
+    series = [
+        Series(steps, np.cumsum(rng.standard_normal(1_000)) * scale, series_color(i))
+        for i, scale in enumerate((1.0, 0.3, 3.0, 0.01))
+    ]
+    for size in ((59, 15), (160, 40), (12, 5)):
+        request = PlotRequest(*size)
+        canvas = ChartCanvas(_figure_class())
+        try:
+            plotext_speedups.uninstall()
+            expected = canvas.build(series, request)
+        finally:
+            plotext_speedups.install()
+        assert expected is not None
+        assert ChartCanvas(_figure_class()).build(series, request) == expected
+
+
+def test_a_figure_cleared_between_builds_draws_what_a_new_figure_draws() -> None:
+    """clear_plot leaves nothing of one build in the next: one figure building charts of
+    other sizes, axes, themes and markers in turn draws each as a figure never used."""
+    from textual_plotext import PlotextPlot
+
+    rng = np.random.default_rng(4)
+    steps = np.arange(300, dtype=np.int64)
+    noisy = np.abs(np.cumsum(rng.standard_normal(300))) + 0.5
+    requests = [
+        PlotRequest(70, 18),
+        PlotRequest(40, 10, log_y=True, theme="textual-dark"),
+        PlotRequest(90, 25, x_range=(100.0, 250.0)),
+        PlotRequest(30, 8, theme="textual-light"),
+    ]
+    markers = ["braille", "+", "braille", "•"]
+    used = ChartCanvas(PlotextPlot().plt)
+    for request, marker in zip(requests * 2, markers * 2, strict=True):
+        series = [Series(steps, noisy * (1 + k), series_color(k), marker=marker) for k in range(3)]
+        expected = ChartCanvas(PlotextPlot().plt).build(series, request)
+        assert expected is not None
+        assert used.build(series, request) == expected
+
+
+def test_the_largest_marker_factor_is_plotexts() -> None:
+    import plotext._utility as plotext_utility
+
+    rng = random.Random(17)
+    choices = ("braille", "hd", "fhd", "•", "+", "sd", "dot")
+    for _ in range(200):
+        markers: list = [rng.choice(choices) for _ in range(rng.randint(0, 30))]
+        if rng.random() < 0.1:
+            markers.append(["unhashable"])
+        for factors in ((2, 2, 2), (2, 3, 4)):
+            expected = max(
+                [plotext_utility.marker_factor(el, *factors) for el in markers], default=1
+            )
+            assert plotext_speedups.largest_factor(markers, *factors) == expected

@@ -5,19 +5,21 @@ built picture is cached under (size, theme, generation): the owner bumps the gen
 `invalidate()` when data or view settings changed. New data that lights no other pixel
 (most new rows of a long run) costs neither a plotext build nor a repaint: `invalidate()`
 plans the picture at once and compares its pixels with those on screen. A new picture is
-painted from strips made straight from plotext's matrix.
+painted from strips made straight from plotext's matrix; while rows arrive under the same
+axes only its lines that changed are painted again.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.app import RenderResult
 from textual.content import Content
+from textual.geometry import Region
 from textual.strip import Strip
 from textual.style import Style as VisualStyle
 from textual_plotext import PlotextPlot
@@ -83,17 +85,28 @@ class _CellStyles:
             found = self._placed[key] = combined.rich_style_with_offset(x, y)
         return found
 
-    def strips(self, widget: ChartPlot, picture: Picture) -> list[Strip]:
+    def strips(
+        self,
+        widget: ChartPlot,
+        picture: Picture,
+        kept: tuple[list[Strip], Collection[int]] | None = None,
+    ) -> list[Strip]:
         """The picture's lines as Textual strips: the segments Textual makes of the
-        picture's text (one per run of one colour), without going through that text."""
+        picture's text (one per run of one colour), without going through that text.
+        `kept`: the strips of the last picture, made for these colours and size, and the
+        rows that differ from it: only those are made again."""
         base = widget.visual_style
         if base != self._base:  # new colours (a theme, focus): styles found again
             self._base = base
             self._combined.clear()
             self._placed.clear()
+            kept = None
         width, height = widget.size
         lines = []
         for y, row in enumerate(picture.rows[:height]):
+            if kept is not None and y < len(kept[0]) and y not in kept[1]:
+                lines.append(kept[0][y])
+                continue
             segments = []
             x = 0
             for chars, code in row:
@@ -132,6 +145,8 @@ class ChartPlot(PlotextPlot):
         self.builds = 0
         self.unchanged = 0
         """Invalidations whose picture was the one on screen: no build, no repaint."""
+        self.lines_repainted = 0
+        """Lines painted again alone (the rest of a new picture was the one on screen)."""
 
     def invalidate(self) -> None:
         """The data or the view changed: build again at the next render, unless the picture
@@ -142,7 +157,41 @@ class ChartPlot(PlotextPlot):
             self.refresh()
             return
         if not self._still_shown():
-            self.refresh()
+            changed = self._changed_rows()
+            if changed is None:
+                self.refresh()
+            elif changed:
+                width = self.size.width
+                self.refresh(*(Region(0, y, width, 1) for y in changed))
+                self.lines_repainted += len(changed)
+
+    def _changed_rows(self) -> list[int] | None:
+        """New rows under the same axes (a followed run): build the new picture now and tell
+        which of its lines differ from those on screen, so that only they are painted again
+        (at 1,000 rows most reads change the last columns only). None: build at the next
+        render and paint it all (a first picture, new axes, size, theme or colours)."""
+        if self._planned is None or self._picture is None or self._strips is None:
+            return None
+        _, plan, _ = self._planned
+        drawn = self._canvas.drawn
+        if drawn is None or (plan.extent, plan.x_ticks, plan.y_ticks) != (
+            drawn.extent,
+            drawn.x_ticks,
+            drawn.y_ticks,
+        ):
+            return None
+        before, strips = self._picture, self._strips
+        self._ensure_built()
+        after = self._picture
+        if after is None or len(after.rows) != len(before.rows) or strips[0] != self.visual_style:
+            return None
+        changed = [
+            y
+            for y, (old, new) in enumerate(zip(before.rows, after.rows, strict=True))
+            if old != new
+        ]
+        self._strips = (strips[0], self._cell_styles.strips(self, after, (strips[1], set(changed))))
+        return changed
 
     def _still_shown(self) -> bool:
         """Plan the new picture now (when one is on screen at this size and theme) and tell
