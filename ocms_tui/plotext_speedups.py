@@ -375,10 +375,29 @@ def place_signal(
     row_start: int,
 ) -> list[Any]:
     """`_original_place_signal` in numpy for the usual signal: integer dots, one marker,
-    colour and style for all of them. Each cell's character is the one plotext gives the set
-    of the signal's dots in it; cells outside the canvas or the matrix are left out. Returns
-    the cells in another order than plotext's (which follows a set's order, varying from
-    process to process); the matrix is the same."""
+    colour and style for all of them (plotext's own lines for any other). Each cell's
+    character is the one plotext gives the set of the signal's dots in it; cells outside the
+    canvas or the matrix are left out. Returns the cells in another order than plotext's
+    (which follows a set's order, varying from process to process); the matrix is the same."""
+    arguments = (matrix, x, y, m, c, st, width_canvas, height_canvas, col_start, row_start)
+    placed = _place_uniform_signal(*arguments)
+    return _original_place_signal(*arguments) if placed is None else placed
+
+
+def _place_uniform_signal(
+    matrix: Any,
+    x: list[Any],
+    y: list[Any],
+    m: list[Any],
+    c: list[Any],
+    st: list[Any],
+    width_canvas: int,
+    height_canvas: int,
+    col_start: int,
+    row_start: int,
+) -> list[Any] | None:
+    """place_signal's numpy way; None, with the matrix untouched, for a signal it does not
+    cover."""
     count = len(x)
     uniform = (
         count > 0
@@ -388,16 +407,12 @@ def place_signal(
     xs, ys = (_integers(x), _integers(y)) if uniform else (None, None)
     marker = m[0] if uniform else None
     if xs is None or ys is None or not isinstance(marker, str):
-        return _original_place_signal(
-            matrix, x, y, m, c, st, width_canvas, height_canvas, col_start, row_start
-        )
+        return None
     across = plotext_utility.marker_factor(marker, 2, 2, 2)
     down = plotext_utility.marker_factor(marker, 2, 3, 4)
     dotted = marker in plotext_utility.hd_symbols
     if dotted != (across * down != 1):  # a marker plotext itself would fail on
-        return _original_place_signal(
-            matrix, x, y, m, c, st, width_canvas, height_canvas, col_start, row_start
-        )
+        return None
     cell_x, cell_y = xs // across, ys // down
     # Only cells on the canvas are drawn: the dots of the others are left out first.
     inside = (cell_x >= 0) & (cell_x < width_canvas) & (cell_y >= 0) & (cell_y < height_canvas)
@@ -414,9 +429,7 @@ def place_signal(
     if dotted:
         characters = _CELL_CHARACTERS[across * down][codes[occupied]]
         if any(character is None for character in characters.tolist()):
-            return _original_place_signal(
-                matrix, x, y, m, c, st, width_canvas, height_canvas, col_start, row_start
-            )
+            return None
     else:
         characters = np.full(occupied.size, marker, dtype=object)
     columns, rows = cell_x + col_start, cell_y + row_start

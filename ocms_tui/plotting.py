@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +26,8 @@ from ocms_tui.ticks import log_ticks, nice_ticks, spaced_ticks, tick_count, tick
 plotext_speedups.install()
 
 RGB = tuple[int, int, int]
+KeyT = TypeVar("KeyT")
+ValueT = TypeVar("ValueT")
 
 # Series colours that read on light and dark backgrounds; legend and plot use the same ones.
 PALETTE: tuple[RGB, ...] = (
@@ -312,11 +314,7 @@ class ChartCanvas:
             self._remember_y_ticks(request, plan.y_ticks)
 
     def _remember_y_ticks(self, request: PlotRequest, y_ticks: Ticks | None) -> None:
-        view = (request.log_y, request.x_range)
-        self._drawn_y_ticks.pop(view, None)
-        self._drawn_y_ticks[view] = y_ticks
-        while len(self._drawn_y_ticks) > _KEPT_VIEWS:
-            del self._drawn_y_ticks[next(iter(self._drawn_y_ticks))]
+        _keep_latest(self._drawn_y_ticks, (request.log_y, request.x_range), y_ticks)
 
     def forget(self, reductions: bool = False) -> None:
         """Nothing is on screen from this canvas any more (the owner shows something else).
@@ -469,11 +467,7 @@ class ChartCanvas:
         if views is None:
             views = memos[key] = self._m4_memos.get(key, {})
         view = (float(extent[0]), float(extent[1]), canvas_columns)
-        memo = views.pop(view, None) or M4Memo()
-        views[view] = memo
-        while len(views) > _KEPT_VIEWS:
-            del views[next(iter(views))]
-        return memo
+        return _keep_latest(views, view, views.get(view) or M4Memo())
 
     def _render(self, plan: Plan) -> Picture | None:
         self.points_drawn = plan.points
@@ -562,6 +556,16 @@ def _lit_pixels(x: np.ndarray, y: np.ndarray, width: int, height: int) -> bytes:
     bitmap[x[inside] * height + y[inside]] = True
     outside = np.unique(x[~inside] * (height + 1) + y[~inside]) if not inside.all() else x[:0]
     return np.packbits(bitmap).tobytes() + outside.tobytes()
+
+
+def _keep_latest(recent: dict[KeyT, ValueT], key: KeyT, value: ValueT) -> ValueT:
+    """Set `recent[key] = value` as the latest entry of `recent` (insertion order: oldest
+    first), drop the oldest beyond _KEPT_VIEWS, and return `value`."""
+    recent.pop(key, None)
+    recent[key] = value
+    while len(recent) > _KEPT_VIEWS:
+        del recent[next(iter(recent))]
+    return value
 
 
 def _y_ticks(
