@@ -23,6 +23,17 @@ def _random_points(rng: random.Random) -> tuple[list[int], list[int]]:
     )
 
 
+def _built_by_plotext_alone(
+    canvas: ChartCanvas, series: list[Series], request: PlotRequest
+) -> str | None:
+    """What `canvas` builds of `series` with plotext's own helpers (speedups off)."""
+    try:
+        plotext_speedups.uninstall()
+        return canvas.build(series, request)
+    finally:
+        plotext_speedups.install()
+
+
 @pytest.mark.slow  # plotext's own code on 150 random lines: about 5 s
 def test_lines_and_dot_groups_match_plotext_on_random_points() -> None:
     rng = random.Random(7)
@@ -129,11 +140,7 @@ def test_a_chart_builds_to_the_same_text_with_and_without_them(rows: int, log_y:
     series.append(Series(steps, sparse, series_color(3), marker="+"))
     request = PlotRequest(90, 20, log_y=log_y)
     canvas = ChartCanvas(_figure_class())
-    try:
-        plotext_speedups.uninstall()
-        expected = canvas.build(series, request)
-    finally:
-        plotext_speedups.install()
+    expected = _built_by_plotext_alone(canvas, series, request)
     assert expected is not None and any("\u2800" < char <= "\u28ff" for char in expected)
     assert canvas.build(series, request) == expected
 
@@ -226,12 +233,7 @@ def test_a_noisy_braille_chart_draws_the_same_with_and_without_them() -> None:
     ]
     for size in ((59, 15), (160, 40), (12, 5)):
         request = PlotRequest(*size)
-        canvas = ChartCanvas(_figure_class())
-        try:
-            plotext_speedups.uninstall()
-            expected = canvas.build(series, request)
-        finally:
-            plotext_speedups.install()
+        expected = _built_by_plotext_alone(ChartCanvas(_figure_class()), series, request)
         assert expected is not None
         assert ChartCanvas(_figure_class()).build(series, request) == expected
 
