@@ -8,11 +8,17 @@ from dataclasses import dataclass
 from rich.style import Style
 from rich.text import Text
 from textual.app import RenderResult
-from textual.widgets import Static
+from textual.content import Content
+from textual.geometry import Region
+from textual.strip import Strip
+from textual.style import Style as VisualStyle
+from textual.visual import Visual
+from textual.widget import Widget
 
 from ocms_tui.model import SeriesStats
 from ocms_tui.plotting import MARKER, RGB
 from ocms_tui.widgets.safe_text import safe_text
+from ocms_tui.widgets.text_strips import TextStrips
 
 
 def format_number(value: float | None) -> str:
@@ -36,7 +42,11 @@ class SeriesRow:
     run: str = ""  # runs overlaid: the run's short name (untrusted), shortened before `name`
 
 
-class SeriesTable(Static):
+_State = tuple[tuple[SeriesRow, ...], int | None, int, int, int, int]
+"""What a layout of the table follows from: rows, last step, row count, width, lines, passes."""
+
+
+class SeriesTable(Widget):
     DEFAULT_CSS = """
     SeriesTable {
         height: auto;
@@ -45,15 +55,27 @@ class SeriesTable(Static):
     """
 
     def __init__(self) -> None:
-        super().__init__("", markup=False)
+        super().__init__()
         self._rows: tuple[SeriesRow, ...] = ()
         self._last_step: int | None = None
         self._total_rows = 0
         self._passes = 1
-        self._shown: tuple[tuple[SeriesRow, ...], int | None, int, int, int, int] | None = None
-        self._text = Text()
         self.max_lines: int | None = None
         """Series lines the panel can spare (None: all); the rest are summed up in one."""
+        self._laid_out: _State | None = None
+        self._lines: list[Text] = []
+        self._fits = True  # every line fits the width: painted a line at a time
+        # Painted lines, made when first painted, and the widget style they were made for;
+        # the whole table's strips made Textual's way, and what they were made for.
+        self._strips: list[Strip | None] = []
+        self._strips_for: VisualStyle | None = None
+        self._whole: tuple[tuple[object, ...], list[Strip]] | None = None
+        self._text_strips = TextStrips(self._span_style, self._get_style)
+        self._painted_step: int | None = None
+        self.lines_repainted = 0
+        """Lines painted again alone (the rest of the table was the one on screen)."""
+        self.strips_made = 0
+        """Lines made into strips to be painted (a line on screen is made once)."""
 
     def show(
         self,
@@ -63,14 +85,23 @@ class SeriesTable(Static):
         passes: int = 1,
     ) -> None:
         """`passes` > 1: the run started again that many times over; the numbers are those
-        of the latest pass, and the header says so. Unchanged numbers repaint nothing."""
+        of the latest pass, and the header says so. Unchanged numbers repaint nothing, and
+        new ones only the lines they are on (at 10 rows/s the header and latest values)."""
         shown = (self._rows, self._last_step, self._total_rows, self._passes)
         if shown == (tuple(rows), last_step, total_rows, passes):
             return
         self._rows, self._last_step, self._total_rows = tuple(rows), last_step, total_rows
         self._passes = passes
-        self._fit_height()
-        self.refresh()
+        if self._fit_height() or not self.region or self._laid_out is None:
+            self.refresh()
+            return
+        changed = self._lay_out()
+        if changed is None:
+            self.refresh()
+        elif changed:
+            width = self.content_size.width
+            self.refresh(*(Region(0, y, width, 1) for y in changed))
+            self.lines_repainted += len(changed)
 
     def limit(self, max_lines: int | None) -> None:
         """Show at most `max_lines` series lines (the last of them a summary of the rest)."""
@@ -85,40 +116,110 @@ class SeriesTable(Static):
             return len(self._rows)
         return min(len(self._rows), max(1, self.max_lines))
 
-    def _fit_height(self) -> None:
+    def _fit_height(self) -> bool:
+        """True when the height changed."""
         # One line per series shown plus the header: fixed, so that new numbers repaint this
         # table only instead of laying the whole screen out again.
         height = self.lines_shown + 1
         if self.styles.height is None or self.styles.height.value != height:
             self.styles.height = height
+            return True
+        return False
 
     @property
     def shown_last_step(self) -> int | None:
-        """The chart's latest step as this table last rendered it."""
-        return self._shown[1] if self._shown else None
+        """The chart's latest step as this table last painted it."""
+        return self._painted_step
 
-    def render(self) -> RenderResult:
-        """Laid out at paint time, for the width the table has then: laid out earlier (at
-        start-up, before the grid settled its columns) it showed cut-off names and values."""
+    def _lay_out(self) -> list[int] | None:
+        """Lay the table out for the width it has now (laid out earlier, at start-up, before
+        the grid settled its columns, it showed cut-off names and values). Returns the lines
+        that differ from the last layout, or None when all of it is new (another width,
+        another number of lines, a line too wide to paint alone)."""
         width = self.content_size.width
         lines = self.lines_shown
         state = (self._rows, self._last_step, self._total_rows, width, lines, self._passes)
-        if state != self._shown:
-            self._shown = state
-            self._text = _table(
-                self._rows, self._last_step, self._total_rows, width, lines, self._passes
-            )
-        return self._text
+        if state == self._laid_out:
+            return []
+        before, laid_out = self._lines, self._laid_out
+        self._laid_out = state
+        self._lines = _table_lines(
+            self._rows, self._last_step, self._total_rows, width, lines, self._passes
+        )
+        fitted, self._fits = self._fits, all(line.cell_len <= width for line in self._lines)
+        if (
+            laid_out is None
+            or laid_out[3:5] != (width, lines)
+            or len(before) != len(self._lines)
+            or not (fitted and self._fits)
+        ):
+            self._strips = [None] * len(self._lines)
+            return None
+        changed = [
+            y
+            for y, (old, new) in enumerate(zip(before, self._lines, strict=True))
+            if _differ(old, new)
+        ]
+        for y in changed:
+            self._strips[y] = None
+        return changed
+
+    def render(self) -> RenderResult:
+        self._lay_out()
+        text = Text("\n").join(self._lines)
+        text.no_wrap = True
+        return text
+
+    def render_line(self, y: int) -> Strip:
+        """A line that fits is painted from its own strip, made when its text changed; a
+        table with a line too wide (wrapped) or text selected goes Textual's own way."""
+        self._lay_out()
+        assert self._laid_out is not None
+        self._painted_step = self._laid_out[1]  # lines not painted again are equal
+        style = self.visual_style
+        selection = self.text_selection
+        if selection is not None or not self._fits:
+            key = (style, selection, self._laid_out)
+            if self._whole is None or self._whole[0] != key:
+                self._whole = (key, self._whole_strips(style))
+                self.strips_made += len(self._whole[1])
+            strips: list[Strip | None] = list(self._whole[1])
+        else:
+            if self._strips_for != style:  # new colours: every line made again
+                self._strips_for = style
+                self._strips = [None] * len(self._lines)
+            strips = self._strips
+        if y >= len(strips):
+            return Strip.blank(self.size.width, style.rich_style)
+        strip = strips[y]
+        if strip is None:
+            strip = self._strips[y] = self._text_strips.strip(self._lines[y], y, style)
+            self.strips_made += 1
+        return strip
+
+    def _whole_strips(self, style: VisualStyle) -> list[Strip]:
+        width, height = self.size
+        content = Content.from_rich_text(self.render(), console=self.app.console)
+        return Visual.to_strips(self, content, width, height, style)
+
+    def _span_style(self, style: str | Style) -> VisualStyle:
+        """A span's style as Content.from_rich_text makes it."""
+        parsed = self.app.console.get_style(style) if isinstance(style, str) else style
+        return VisualStyle.from_rich_style(parsed, self.app.ansi_theme)
 
 
-def _table(
+def _differ(old: Text, new: Text) -> bool:
+    return (old.plain, old.style, old.spans) != (new.plain, new.style, new.spans)
+
+
+def _table_lines(
     rows: Sequence[SeriesRow],
     last_step: int | None,
     total_rows: int,
     width: int,
     lines_shown: int | None = None,
     passes: int = 1,
-) -> Text:
+) -> list[Text]:
     """Legend plus numbers under a header with the chart's latest step and row count, laid
     out here rather than by rich's Table: this repaints every few seconds while a run is
     followed, and plain lines cost a fraction of a table.
@@ -200,9 +301,7 @@ def _table(
         lines.append(line)
     if left_out:
         lines.append(_summary(left_out, width))
-    text = Text("\n").join(lines)
-    text.no_wrap = True
-    return text
+    return lines
 
 
 def _bound(value: float | None, sampled: bool) -> str:

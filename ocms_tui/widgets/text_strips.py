@@ -1,0 +1,91 @@
+"""Rich text lines made into Textual strips directly, a line at a time.
+
+Textual paints a widget's Rich text by converting it whole to Content, wrapping it and
+combining every span's style again on each render. A legend that gets new numbers twice a
+second spent more on that than on laying out its numbers (a fifth of the dashboard's CPU
+while following a run). Here the styles a line's spans combine to are worked out once per
+combination and widget style, and a line that fits its width is cut into segments
+directly: the same segments and styles Textual's own path gives it (a test holds the two
+together).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from itertools import pairwise
+
+from rich.segment import Segment
+from rich.style import Style as RichStyle
+from rich.text import Text
+from textual.strip import Strip
+from textual.style import Style
+
+# Style combinations and (combination, x, y) placements come from a few colours and a few
+# columns; bounds all the same.
+_MAX_COMBINED = 1024
+_MAX_PLACED = 1 << 14
+
+StyleKey = tuple[Hashable, ...]
+
+
+class TextStrips:
+    """Strips for lines of Rich text on one widget, as `Visual.to_strips` makes them for a
+    line that fits (no wrapping, no selection, left-aligned)."""
+
+    def __init__(
+        self,
+        span_style: Callable[[str | RichStyle], Style],
+        text_style: Callable[[str], Style],
+    ) -> None:
+        """`span_style`: a span's style as Content.from_rich_text converts it (parsed by the
+        app's console, then made a Textual style); `text_style`: a text's own style given as
+        a string, as the widget's `_get_style` parses it."""
+        self._span_style = span_style
+        self._text_style = text_style
+        self._base: Style | None = None
+        self._combined: dict[StyleKey, Style] = {}
+        self._placed: dict[tuple[StyleKey, int, int], RichStyle] = {}
+
+    def strip(self, line: Text, y: int, base: Style) -> Strip:
+        """The strip of `line` as row `y` of a widget whose style is `base`."""
+        if base != self._base:
+            self._base = base
+            self._combined.clear()
+            self._placed.clear()
+        plain = line.plain
+        spans: list[tuple[int, int, Hashable]] = []
+        if line.style:
+            # Content puts a text's own style before its spans: they are drawn over it.
+            spans.append((0, len(plain), ("text", line.style)))
+        spans.extend(line.spans)
+        cuts = sorted({0, len(plain), *(point for span in spans for point in span[:2])})
+        segments = []
+        for start, end in pairwise(cuts):
+            if end <= start or start >= len(plain):
+                continue
+            key = tuple(style for low, high, style in spans if low <= start < high)
+            segments.append(Segment(plain[start:end], self._placed_style(key, start, y, base)))
+        return Strip(segments, line.cell_len)
+
+    def _placed_style(self, key: StyleKey, x: int, y: int, base: Style) -> RichStyle:
+        placed = self._placed.get((key, x, y))
+        if placed is None:
+            combined = self._combined.get(key)
+            if combined is None:
+                if len(self._combined) >= _MAX_COMBINED:
+                    self._combined.clear()
+                # Content.render's combination (base under the spans, in span order), then
+                # to_strip's base added once more.
+                combined = base + Style.combine([base, *map(self._style_of, key)])
+                self._combined[key] = combined
+            if len(self._placed) >= _MAX_PLACED:
+                self._placed.clear()
+            placed = self._placed[(key, x, y)] = combined.rich_style_with_offset(x, y)
+        return placed
+
+    def _style_of(self, style: Hashable) -> Style:
+        if isinstance(style, tuple):  # the text's own style
+            own = style[1]
+            return self._text_style(own) if isinstance(own, str) else self._span_style(own)
+        assert isinstance(style, str | RichStyle)
+        return self._span_style(style)
