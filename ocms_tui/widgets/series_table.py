@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from rich.style import Style
 from rich.text import Text
@@ -283,16 +284,11 @@ def _table_lines(
         )
     ]
     for index, row in enumerate(rows):
-        color = Style(color=f"rgb({row.color[0]},{row.color[1]},{row.color[2]})")
-        label = Text(str(index + 1) if index < 9 else " ", style=color + Style(bold=True))
-        label.append("━ " if row.marker == MARKER else f"{row.marker} ", style=color)
-        label.append_text(_label(row, name_width - label.cell_len))
-        label.truncate(name_width, overflow="ellipsis", pad=True)
+        label = _label_cell(index, row.name, row.run, row.color, row.marker, row.hidden, name_width)
         value = Text(" " * (latest_width - len(latest[index]) - len(steps[index])))
         value.append(latest[index])
         value.append(steps[index], style="dim")
         if row.hidden:
-            label.stylize("dim strike", 2)
             value.stylize("dim")
         line = Text.assemble(label, " ", value, " ")
         line.append(minima[index].rjust(min_width), style="dim")
@@ -302,6 +298,22 @@ def _table_lines(
     if left_out:
         lines.append(_summary(left_out, width))
     return lines
+
+
+@lru_cache(maxsize=1024)
+def _label_cell(
+    index: int, name: str, run: str, color: RGB, marker: str, hidden: bool, width: int
+) -> Text:
+    """A series' number, marker and name in `width` cells: the same on every repaint while
+    a run is followed, so made once (callers only read it)."""
+    style = Style(color=f"rgb({color[0]},{color[1]},{color[2]})")
+    label = Text(str(index + 1) if index < 9 else " ", style=style + Style(bold=True))
+    label.append("━ " if marker == MARKER else f"{marker} ", style=style)
+    label.append_text(_label(name, run, width - label.cell_len))
+    label.truncate(width, overflow="ellipsis", pad=True)
+    if hidden:
+        label.stylize("dim strike", 2)
+    return label
 
 
 def _bound(value: float | None, sampled: bool) -> str:
@@ -316,14 +328,14 @@ def _full_label(row: SeriesRow) -> str:
     return f"{row.run}{RUN_SEPARATOR}{row.name}" if row.run else row.name
 
 
-def _label(row: SeriesRow, width: int) -> Text:
+def _label(name: str, run_name: str, width: int) -> Text:
     """`run · series` in `width` cells: the run's name is shortened (with an ellipsis) so
     that the series' name stays whole while it fits at all."""
-    if not row.run:
-        return safe_text(row.name)
-    series = safe_text(row.name)
+    if not run_name:
+        return safe_text(name)
+    series = safe_text(name)
     room = width - series.cell_len - len(RUN_SEPARATOR)
-    run = safe_text(row.run)
+    run = safe_text(run_name)
     if run.cell_len > room:
         run.truncate(max(1, room), overflow="ellipsis")
     return Text.assemble(run, RUN_SEPARATOR, series)

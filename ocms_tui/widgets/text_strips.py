@@ -16,7 +16,7 @@ from itertools import pairwise
 
 from rich.segment import Segment
 from rich.style import Style as RichStyle
-from rich.text import Text
+from rich.text import Span, Text
 from textual.strip import Strip
 from textual.style import Style
 
@@ -26,6 +26,7 @@ _MAX_COMBINED = 1024
 _MAX_PLACED = 1 << 14
 
 StyleKey = tuple[Hashable, ...]
+Run = tuple[int, int, StyleKey]  # start, end, the styles over it (in drawing order)
 
 
 class TextStrips:
@@ -45,6 +46,9 @@ class TextStrips:
         self._base: Style | None = None
         self._combined: dict[StyleKey, Style] = {}
         self._placed: dict[tuple[StyleKey, int, int], RichStyle] = {}
+        # Per shape of a line (length, style, spans): its runs of one combination of styles.
+        # The numbers of a followed run change while the shapes of its lines mostly do not.
+        self._runs: dict[tuple[int, object, tuple[Span, ...]], list[Run]] = {}
 
     def strip(self, line: Text, y: int, base: Style) -> Strip:
         """The strip of `line` as row `y` of a widget whose style is `base`."""
@@ -53,18 +57,16 @@ class TextStrips:
             self._combined.clear()
             self._placed.clear()
         plain = line.plain
-        spans: list[tuple[int, int, Hashable]] = []
-        if line.style:
-            # Content puts a text's own style before its spans: they are drawn over it.
-            spans.append((0, len(plain), ("text", line.style)))
-        spans.extend(line.spans)
-        cuts = sorted({0, len(plain), *(point for span in spans for point in span[:2])})
-        segments = []
-        for start, end in pairwise(cuts):
-            if end <= start or start >= len(plain):
-                continue
-            key = tuple(style for low, high, style in spans if low <= start < high)
-            segments.append(Segment(plain[start:end], self._placed_style(key, start, y, base)))
+        shape = (len(plain), line.style, tuple(line.spans))
+        runs = self._runs.get(shape)
+        if runs is None:
+            if len(self._runs) >= _MAX_COMBINED:
+                self._runs.clear()
+            runs = self._runs[shape] = _runs(*shape)
+        placed = self._placed_style
+        segments = [
+            Segment(plain[start:end], placed(key, start, y, base)) for start, end, key in runs
+        ]
         return Strip(segments, line.cell_len)
 
     def _placed_style(self, key: StyleKey, x: int, y: int, base: Style) -> RichStyle:
@@ -89,3 +91,19 @@ class TextStrips:
             return self._text_style(own) if isinstance(own, str) else self._span_style(own)
         assert isinstance(style, str | RichStyle)
         return self._span_style(style)
+
+
+def _runs(length: int, style: object, spans: tuple[Span, ...]) -> list[Run]:
+    """The runs of a line between its spans' edges, each with the styles over it, as
+    Content.render cuts them."""
+    over: list[tuple[int, int, Hashable]] = []
+    if style:
+        # Content puts a text's own style before its spans: they are drawn over it.
+        over.append((0, length, ("text", style)))
+    over.extend(spans)
+    cuts = sorted({0, length, *(point for span in over for point in span[:2])})
+    return [
+        (start, end, tuple(style for low, high, style in over if low <= start < high))
+        for start, end in pairwise(cuts)
+        if start < end and start < length
+    ]
