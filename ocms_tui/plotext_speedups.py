@@ -91,11 +91,38 @@ def _pixel_keys(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
     return (xs - int(xs.min())) * (int(ys.max()) - low_y + 1) + (ys - low_y)
 
 
+# The last results of `matrix_pixels` and `line_pixels` by their inputs' bytes: a follower
+# asks each twice for the same points (ChartCanvas.shows keys a plan by the pixels its lines
+# light, then plotext's build computes them again), about a tenth of a read at 1,000 rows.
+_RESULTS: dict[tuple[object, ...], Any] = {}
+_KEPT_RESULTS = 64  # a few builds' worth of series (6 charts x 4 series x 3 arrays)
+
+
+def _remembered(key: tuple[object, ...], compute: Callable[[], Any]) -> Any:
+    found = _RESULTS.get(key)
+    if found is None:
+        found = compute()
+        for array in found if isinstance(found, tuple) else (found,):
+            array.flags.writeable = False  # shared by every caller with these inputs
+        if len(_RESULTS) >= _KEPT_RESULTS:
+            del _RESULTS[next(iter(_RESULTS))]  # the oldest: dicts keep insertion order
+        _RESULTS[key] = found
+    return found
+
+
 def line_pixels(xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """`get_lines` on int64 pixel arrays: the line's pixels, and for each the index of the
-    point whose line it belongs to."""
+    point whose line it belongs to. The arrays returned are read-only."""
+    key = ("lines", xs.dtype.str, ys.dtype.str, xs.tobytes(), ys.tobytes())
+    result: tuple[np.ndarray, np.ndarray, np.ndarray] = _remembered(
+        key, lambda: _line_pixels(xs, ys)
+    )
+    return result
+
+
+def _line_pixels(xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if xs.size < 2:
-        return xs, ys, np.arange(xs.size)
+        return xs.copy(), ys.copy(), np.arange(xs.size)
     x0, y0 = xs[:-1], ys[:-1]
     dx, dy = xs[1:] - x0, ys[1:] - y0
     # get_line: max(|dx|, |dy|) + 1 points, the last one dropped (the next line's first).
@@ -172,8 +199,14 @@ def get_matrix_data(data: list[Any], lim: list[Any], bins: int) -> list[Any]:
 
 
 def matrix_pixels(values: np.ndarray, lim: list[float], bins: int) -> np.ndarray:
-    """`get_matrix_data` of finite float64 `values` with float limits, as an int64 array
-    (a few values go through plotext's own code, as `get_matrix_data` sends them)."""
+    """`get_matrix_data` of finite float64 `values` with float limits, as a read-only int64
+    array (a few values go through plotext's own code, as `get_matrix_data` sends them)."""
+    key = ("matrix", values.dtype.str, values.tobytes(), *map(repr, lim), bins)
+    result: np.ndarray = _remembered(key, lambda: _matrix_pixels(values, lim, bins))
+    return result
+
+
+def _matrix_pixels(values: np.ndarray, lim: list[float], bins: int) -> np.ndarray:
     if values.size < _FEW_POINTS:
         return np.array(_ORIGINAL_GET_MATRIX_DATA(values.tolist(), lim, bins), dtype=np.int64)
     scaled = 0.5 + (bins - 1) * (values - lim[0]) / (lim[1] - lim[0])
