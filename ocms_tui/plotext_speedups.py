@@ -44,10 +44,12 @@ _ORIGINAL_JOIN: Callable[..., list[Any]] = plotext_utility.join
 _ORIGINAL_INSERT_ELEMENT: Callable[..., None] = matrix_class.insert_element
 _ORIGINAL_SET_MATRICES: Callable[..., None] = matrix_class.set_matrices
 _ORIGINAL_BUILD_PLOT: Callable[..., None] = plotext_build.build_class.build_plot
+_ORIGINAL_TO_TIME: Callable[..., tuple[Any, bool]] = monitor_class.to_time
 # Below this many points numpy's per-call cost outweighs the loop it replaces.
 _FEW_POINTS = 32
 _INT = frozenset({int})
 _FLOAT = frozenset({float})
+_NUMBERS = frozenset({int, float})
 
 
 # Lists made by these helpers -> (the list, the array it was made from). The list is kept
@@ -305,6 +307,15 @@ def join(data: list[Any]) -> list[Any]:
         else:
             joined.extend(row)
     return joined
+
+
+def to_time(self: Any, data: list[Any]) -> tuple[Any, bool]:
+    """plotext's `monitor_class.to_time` (dates given as strings made times): a list of
+    plain ints and floats, as every plot of ours hands it, holds no string (`set(map(type,
+    data))` checks in C what plotext checks element by element at every plot call)."""
+    if set(map(type, data)) <= _NUMBERS:
+        return data, False
+    return _ORIGINAL_TO_TIME(self, data)
 
 
 def insert_element(
@@ -585,6 +596,7 @@ _REPLACED_METHODS = {
     "insert_element": (insert_element, _ORIGINAL_INSERT_ELEMENT),
     "set_matrices": (set_matrices, _ORIGINAL_SET_MATRICES),
 }
+_REPLACED_MONITOR_METHODS = {"to_time": (to_time, _ORIGINAL_TO_TIME)}
 _REPLACED_BUILD_METHODS = {"build_plot": (_FASTER_BUILD_PLOT, _ORIGINAL_BUILD_PLOT)}
 
 
@@ -596,6 +608,8 @@ def install() -> None:
         setattr(matrix_class, name, faster)
     for name, (faster, _) in _REPLACED_BUILD_METHODS.items():
         setattr(plotext_build.build_class, name, faster)
+    for name, (faster, _) in _REPLACED_MONITOR_METHODS.items():
+        setattr(monitor_class, name, faster)
 
 
 def uninstall() -> None:
@@ -606,3 +620,5 @@ def uninstall() -> None:
         setattr(matrix_class, name, original)
     for name, (_, original) in _REPLACED_BUILD_METHODS.items():
         setattr(plotext_build.build_class, name, original)
+    for name, (_, original) in _REPLACED_MONITOR_METHODS.items():
+        setattr(monitor_class, name, original)

@@ -307,3 +307,20 @@ def test_pixels_asked_again_for_the_same_points_are_the_ones_made_before() -> No
     one = np.array([3], dtype=np.int64)
     plotext_speedups.line_pixels(one, one)
     assert one.flags.writeable
+
+
+def test_data_is_checked_for_dates_as_plotext_checks_it() -> None:
+    from plotext._monitor import monitor_class
+
+    monitor = _figure_class().monitor  # with the figure's date settings
+    for data in (
+        [1.5, 2, -3.0, 1e300],
+        [],
+        [0, 1, 2],
+        [True, 2.0],  # a bool is an int to isinstance, not to type()
+        [np.float64(1.5), 2.0],
+        ["01/02/2024", "02/02/2024"],
+    ):
+        expected = plotext_speedups._ORIGINAL_TO_TIME(monitor, list(data))
+        assert plotext_speedups.to_time(monitor, list(data)) == expected
+    assert monitor_class.to_time is plotext_speedups.to_time  # installed

@@ -103,7 +103,7 @@ def _runs(length: int, style: object, spans: tuple[Span, ...]) -> list[Run]:
     over.extend(spans)
     cuts = sorted({0, length, *(point for span in over for point in span[:2])})
     return [
-        (start, end, tuple(style for low, high, style in over if low <= start < high))
+        (start, end, tuple(over_it for low, high, over_it in over if low <= start < high))
         for start, end in pairwise(cuts)
         if start < end and start < length
     ]
