@@ -261,16 +261,30 @@ def start_native_parse(data: bytes, series: int) -> NativeParse | None:
     return NativeParse(data, series) if len(data) >= BACKGROUND_MIN_BYTES else None
 
 
-def _parse_bulk(
-    data: bytes, context: ChunkContext, started: NativeParse | None = None
-) -> ParsedRows | None:
-    """Parse a chunk natively when it is provably clean; None means "use the exact path"."""
-    series = len(context.y_axis)
-    if started is None or started.data is not data or started.series != series:
-        # Even alone, the native parse overlaps with the byte check below. A chunk found
-        # unclean wastes that parse, which only happens on the way down to a bad row.
-        started = start_native_parse(data, series)
-    # One pass over the chunk; the rest is small (about one byte per field).
+def _plain_commas(data: bytes) -> int | None:
+    """The comma count of a chunk made only of digits, `.`, `-`, `+`, `,` and newlines (the
+    usual chunk: no nan, inf or exponent); None for any other chunk.
+
+    Each step is a reduction or one comparison over the bytes as a numpy array (several
+    times faster than bytes.translate, and without the GIL): after the min and max, the
+    bytes are in "\\n".."9"; shifted by 11 (wrapping), "\\n" becomes 255 and every byte
+    between "\\n" and "+" falls below 32, so one more min leaves only "/" to rule out.
+    """
+    codes = np.frombuffer(data, dtype=np.uint8)
+    if not len(codes) or codes.min() < ord("\n") or codes.max() > ord("9"):
+        return None
+    if (codes - np.uint8(11)).min() < ord("+") - 11 or (codes == ord("/")).any():
+        return None
+    return int(np.count_nonzero(codes == ord(",")))
+
+
+def _bulk_commas(data: bytes) -> tuple[int, bool] | None:
+    """(commas, holds letters) of a chunk with nothing but bulk bytes; None otherwise."""
+    plain = _plain_commas(data)
+    if plain is not None:
+        return plain, False
+    # Letters (nan, inf, exponents) or \r\n row ends: one pass of bytes.translate, the
+    # rest small (about one byte per field).
     rest = data.translate(None, _BULK_DIGITS_AND_NEWLINES)
     if b"\r" in rest:
         # \r\n row ends (polars reads them as \n); a lone \r is for the exact parser.
@@ -281,6 +295,22 @@ def _parse_bulk(
     has_letters = commas != len(rest)
     if has_letters and rest.translate(None, b"," + _BULK_LETTERS):
         return None
+    return commas, has_letters
+
+
+def _parse_bulk(
+    data: bytes, context: ChunkContext, started: NativeParse | None = None
+) -> ParsedRows | None:
+    """Parse a chunk natively when it is provably clean; None means "use the exact path"."""
+    series = len(context.y_axis)
+    if started is None or started.data is not data or started.series != series:
+        # Even alone, the native parse overlaps with the byte check below. A chunk found
+        # unclean wastes that parse, which only happens on the way down to a bad row.
+        started = start_native_parse(data, series)
+    checked = _bulk_commas(data)
+    if checked is None:
+        return None
+    commas, has_letters = checked
     native = _read_native(data, series) if started is None else started.result()
     if native is None or commas != len(native.steps) * (context.width - 1):
         return None
