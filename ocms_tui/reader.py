@@ -417,6 +417,9 @@ class CsvFollower:
                 long_lines = _long_line_spans(complete)
                 started = None if long_lines else start_native_parse(complete, len(self.y_axis))
                 ahead.append(_Block(complete, long_lines, started, self.offset))
+                # Held by `ahead` alone: a finished block is freed before the next is read,
+                # so that the allocator hands the same memory out again.
+                complete, started = b"", None
                 if len(ahead) >= READ_AHEAD_BLOCKS:
                     finish_oldest()
         finally:
