@@ -3,9 +3,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from ocms_recorder import write_layout
 
 import ocms_tui.parse as parse_module
 import ocms_tui.reader as reader_module
+from ocms_tui.model import RunModel
 from ocms_tui.parse import ChunkContext, concat_parsed, parse_exact
 from ocms_tui.problems import ProblemCollector
 from ocms_tui.reader import CsvFollower
@@ -92,3 +94,38 @@ def test_rows_and_line_numbers_survive_blocks_read_ahead_and_a_line_too_long(
     ]
     assert follower.lines_read == len(lines) + 1 + len(after)
     assert sum(part.exact_lines for part in result.parts) < 10_000
+
+
+@pytest.mark.parametrize("long_rows_first", [True, False])
+def test_every_row_is_stored_when_the_first_block_misjudges_the_row_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, long_rows_first: bool
+) -> None:
+    # The store is sized once, from the first block's rows per byte. Rows of 70 bytes then
+    # rows of 10 (the estimate far too low: the buffers grow while blocks are parsed ahead)
+    # or the other way round (far too high) must both end with exactly the file's rows.
+    monkeypatch.setattr(reader_module, "READ_BLOCK_BYTES", 1)  # blocks of just over 1 MiB
+    monkeypatch.setattr(parse_module, "BACKGROUND_MIN_BYTES", 64 * 1024)
+    write_layout(tmp_path, {"loss": list(Y_AXIS)})
+
+    def long_row(step: int) -> bytes:  # about 40 bytes
+        return b"%d,%r,,%r" % (step, step / 7, -step / 3)
+
+    def short_row(step: int) -> bytes:  # about 10 bytes
+        return b"%d,1,,2" % step
+
+    kinds = [long_row] * 30_000 + [short_row] * 200_000
+    lines = [row(step) for step, row in enumerate(kinds if long_rows_first else kinds[::-1])]
+    data = b"\n".join(lines) + b"\n"
+    (tmp_path / "loss.csv").write_bytes(data)
+
+    model = RunModel(tmp_path)
+    model.refresh()
+
+    (chart,) = model.charts
+    context = ChunkContext("loss.csv", Y_AXIS, ProblemCollector("loss.csv"))
+    reference = parse_exact(data, context)
+    assert chart.rows == len(lines)
+    assert chart.steps().tolist() == reference.steps.tolist()
+    for series, theirs in enumerate(reference.columns):
+        np.testing.assert_array_equal(chart.values(series), theirs)
+    assert not model.problems
