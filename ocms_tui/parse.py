@@ -203,16 +203,10 @@ class _NativeRows:
     frame: pl.DataFrame
     steps: np.ndarray
     columns: list[np.ndarray]
-    commas: int
-    has_letters: bool  # nan, inf or an exponent may be in it
 
 
 def _read_native(data: bytes, series: int) -> _NativeRows | None:
-    """polars' parse of a chunk with nothing but bulk bytes; None for any other chunk,
-    or when polars refuses it or reads something unclean."""
-    checked = _bulk_commas(data)
-    if checked is None:
-        return None
+    """polars' parse of a chunk; None when it refuses it or reads something unclean."""
     schema = {"step": pl.Int64, **{f"v{i}": pl.Float64 for i in range(series)}}
     try:
         frame = pl.read_csv(io.BytesIO(data), has_header=False, schema=schema, quote_char=None)
@@ -227,7 +221,7 @@ def _read_native(data: bytes, series: int) -> _NativeRows | None:
     columns = [
         frame.get_column(f"v{i}").to_numpy().astype(np.float64, copy=False) for i in range(series)
     ]
-    return _NativeRows(frame, steps, columns, *checked)
+    return _NativeRows(frame, steps, columns)
 
 
 # Two native parses at once: while a large run loads, two charts are read side by side
@@ -238,12 +232,13 @@ _native_worker_lock = threading.Lock()
 
 
 class NativeParse:
-    """The byte check and polars' parse of one chunk, on a worker thread while the caller
-    goes on.
+    """polars' parse of one chunk, running on a worker thread while the caller goes on.
 
-    Both work without the GIL (numpy, polars), so the caller can read the next chunk or
-    store the previous one meanwhile: the passes overlap instead of adding up. The result
-    is only used by `parse_chunk` for exactly this `data`, after its own checks.
+    polars works without the GIL, so the caller can check the chunk's bytes or store the
+    previous chunk meanwhile: the passes overlap instead of adding up. The result is only
+    used by `parse_chunk` for exactly this `data`, after its own checks. The check stays
+    with the caller: while a run's charts load side by side, each chart's thread checks
+    its own blocks instead of queueing that work behind the parses on the workers.
     """
 
     def __init__(self, data: bytes, series: int) -> None:
@@ -312,14 +307,19 @@ def _parse_bulk(
 ) -> ParsedRows | None:
     """Parse a chunk natively when it is provably clean; None means "use the exact path"."""
     series = len(context.y_axis)
-    if started is not None and started.data is data and started.series == series:
-        native = started.result()
-    else:
-        native = _read_native(data, series)
-    if native is None or native.commas != len(native.steps) * (context.width - 1):
+    if started is None or started.data is not data or started.series != series:
+        # Even alone, the native parse overlaps with the byte check below. A chunk found
+        # unclean wastes that parse, which only happens on the way down to a bad row.
+        started = start_native_parse(data, series)
+    checked = _bulk_commas(data)
+    if checked is None:
+        return None
+    commas, has_letters = checked
+    native = _read_native(data, series) if started is None else started.result()
+    if native is None or commas != len(native.steps) * (context.width - 1):
         return None
     steps, columns = native.steps, native.columns
-    _report_bulk_warnings(native.has_letters, native.frame, steps, columns, context)
+    _report_bulk_warnings(has_letters, native.frame, steps, columns, context)
     return ParsedRows(steps=steps, columns=columns, last_step=int(steps[-1]), lines=len(steps))
 
 
