@@ -214,7 +214,7 @@ class CsvFollower:
         self._identity: tuple[int, int] | None = None  # (st_dev, st_ino)
         self._fingerprint = b""
         self.offset = 0
-        self._parsed_offset = 0  # end of the last block parsed (offset can be one ahead)
+        self._parsed_offset = 0  # end of the last block parsed (offset can be blocks ahead)
         self._read_since_trim = 0
         self.size = 0
         self.mtime: float | None = None
