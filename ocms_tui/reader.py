@@ -11,6 +11,7 @@ import functools
 import os
 import stat
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -40,7 +41,19 @@ _PROBE_BYTES = 4096
 # and one polars call of PREVIEW_BLOCKS * PREVIEW_BLOCK_BYTES (1 MiB) per chart.
 PREVIEW_BLOCKS = 256
 PREVIEW_BLOCK_BYTES = 4096
-_NO_ROWS = ParsedRows(np.empty(0, dtype=np.int64), [])
+# Blocks read ahead of the one being finished: the native parser always has the next block
+# while this thread checks and stores the one before.
+READ_AHEAD_BLOCKS = 2
+
+
+@dataclass
+class _Block:
+    """Complete lines read, waiting for their parse to be finished."""
+
+    data: bytes
+    long_lines: list[tuple[int, int]]
+    started: NativeParse | None
+    end: int  # file offset just past the block
 
 
 class FileState(Enum):
@@ -201,7 +214,7 @@ class CsvFollower:
         self._identity: tuple[int, int] | None = None  # (st_dev, st_ino)
         self._fingerprint = b""
         self.offset = 0
-        self._parsed_offset = 0  # end of the last block parsed (offset can be one ahead)
+        self._parsed_offset = 0  # end of the last block parsed (offset can be blocks ahead)
         self._read_since_trim = 0
         self.size = 0
         self.mtime: float | None = None
@@ -379,31 +392,40 @@ class CsvFollower:
 
         `offset` only ever moves past whole lines, so an unfinished last line is simply
         read again next time instead of being kept and concatenated. Blocks are pipelined:
-        the rows of one block are handed to `on_rows` while the next block is being parsed
-        natively on a worker thread.
+        READ_AHEAD_BLOCKS are read and being parsed natively on worker threads while this
+        thread finishes the oldest and hands its rows to `on_rows`.
         """
         end = size if budget_bytes is None else min(size, self.offset + budget_bytes)
         self._partial = False
         self.lone_carriage_return_in_tail = False
         start = self.offset
-        ready = _NO_ROWS  # parsed, not handed over yet
+        ahead: deque[_Block] = deque()
+
+        def finish_oldest() -> None:
+            block = ahead.popleft()
+            parsed = self._parse_complete(block.data, block.long_lines, block.started)
+            self._parsed_offset = block.end
+            if parsed.rows:
+                on_rows(parsed)
+
+        def finish_all() -> None:
+            while ahead:
+                finish_oldest()
+
         try:
-            while (complete := self._next_block(descriptor, size, end)) is not None:
+            while (complete := self._next_block(descriptor, size, end, finish_all)) is not None:
                 long_lines = _long_line_spans(complete)
                 started = None if long_lines else start_native_parse(complete, len(self.y_axis))
-                handed, ready = ready, _NO_ROWS
-                if handed.rows:
-                    on_rows(handed)
-                ready = self._parse_complete(complete, long_lines, started)
-                self._parsed_offset = self.offset
-                # Let go of the block before reading the next one, so that the allocator
-                # hands the same memory out again instead of faulting in new pages.
+                ahead.append(_Block(complete, long_lines, started, self.offset))
+                # Held by `ahead` alone: a finished block is freed before the next is read,
+                # so that the allocator hands the same memory out again.
                 complete, started = b"", None
+                if len(ahead) >= READ_AHEAD_BLOCKS:
+                    finish_oldest()
         finally:
-            # Rows already parsed are handed over even when reading the next block failed:
-            # the offset has moved past them.
-            if ready.rows:
-                on_rows(ready)
+            # Blocks already read are parsed and handed over even when reading the next one
+            # failed: the offset has moved past them.
+            finish_all()
         # Once caught up with the file, and only then: a load that goes on in budgeted steps
         # reuses the same memory from step to step.
         self._read_since_trim += self.offset - start
@@ -413,8 +435,14 @@ class CsvFollower:
         # An unfinished last line is not "more": it cannot be read until it is finished.
         return end < size and self.offset < size and not self._partial
 
-    def _next_block(self, descriptor: int, size: int, end: int) -> bytes | None:
-        """The next run of complete lines before `end` (offset moves past it), or None."""
+    def _next_block(
+        self, descriptor: int, size: int, end: int, before_skipping: Callable[[], None]
+    ) -> bytes | None:
+        """The next run of complete lines before `end` (offset moves past it), or None.
+
+        `before_skipping` runs before a line too long to read is counted: the blocks read
+        before it must be parsed first, for every line to keep its number.
+        """
         while self.offset < end:
             # Read at least one line's worth past the budget, so no line can stall it.
             want = max(min(READ_BLOCK_BYTES, end - self.offset), MAX_LINE_BYTES + 1)
@@ -425,6 +453,7 @@ class CsvFollower:
             if self.offset == 0:
                 self._fingerprint = block[:_FINGERPRINT_BYTES]
             if self._skipping_long_line:
+                before_skipping()
                 newline = block.find(b"\n")
                 if newline < 0:
                     self.offset += len(block)
@@ -436,6 +465,7 @@ class CsvFollower:
             last_newline = block.rfind(b"\n")
             if last_newline < 0:
                 if len(block) > MAX_LINE_BYTES:
+                    before_skipping()
                     self._report_long_line(self.context.first_line)
                     self._skipping_long_line = True
                     self.offset += len(block)

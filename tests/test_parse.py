@@ -193,3 +193,17 @@ def test_values_of_309_digits_are_non_finite_on_both_paths(bulk_min_bytes: int) 
     parsed, context = _parse(b"".join(rows), bulk_min_bytes)
     assert parsed.columns[1][1234] == -math.inf
     assert [(p.rule, p.line) for p in context.problems.problems] == [(Rule.NON_FINITE, 1235)]
+
+
+@pytest.mark.parametrize("byte", range(256))
+def test_every_byte_value_inside_a_clean_chunk_reads_the_same_on_both_paths(byte: int) -> None:
+    # The bulk path's byte check works on ranges of byte values (after a wrapping shift);
+    # each value, the edges of those ranges included ("/" between "." and "0", "\t"
+    # next to "\n", ":" after "9"), must still give exactly what the exact parser gives.
+    rows = [b"%d,%r,,0.5\n" % (step, step / 7) for step in range(200)]
+    rows[101] = b"101,1%s5,,0.5\n" % bytes([byte])
+    data = b"".join(rows)
+    _assert_paths_agree(data)
+    parsed, _ = _parse(data, bulk_min_bytes=0)
+    # Still a number ("105", "1.5", "1e5"): no line needed the exact parser.
+    assert (parsed.exact_lines == 0) == (byte in b"0123456789.eE")
