@@ -24,7 +24,7 @@ from ocms_tui.plotting import (
     series_marker,
 )
 from ocms_tui.runset import OverlayChart, RunChart
-from ocms_tui.series import MAX_KEPT_PASSES, pass_bounds
+from ocms_tui.series import MAX_KEPT_PASSES, SeriesStore, pass_bounds, step_span
 from ocms_tui.widgets.bindings import bindings
 from ocms_tui.widgets.chart_plot import ChartPlot
 from ocms_tui.widgets.safe_text import safe_text
@@ -214,8 +214,9 @@ class ChartPanel(Vertical, can_focus=True):
         """Reduce the series for the range `]` shows next, once this frame is drawn: at
         1,000,000 rows a new range costs about 1 ms of M4 per series, the key then none."""
         if self.shared.zoom < MAX_ZOOM:
-            all_steps = [chart.steps() for chart in self.charts]
-            self.plot.prepare(self._x_range(all_steps, self.shared.zoom + 1))
+            stores = [chart.drawn() for chart in self.charts]
+            spans = [_span(store, store.steps()) for store in stores]
+            self.plot.prepare(_x_range(spans, self.shared.zoom + 1))
 
     def toggle_series(self, index: int) -> bool:
         if not 0 <= index < len(self.lines):
@@ -356,12 +357,19 @@ class ChartPanel(Vertical, can_focus=True):
                         rows=None if len(passes) == 1 else (start, stop),
                     )
                 )
-        return series, self.view.log_y, self._x_range(list(all_steps.values()), self.shared.zoom)
+        spans = [_span(stores[key], steps) for key, steps in all_steps.items()]
+        return series, self.view.log_y, _x_range(spans, self.shared.zoom)
 
-    def _x_range(self, all_steps: list[np.ndarray], zoom: int) -> tuple[float, float] | None:
-        present = [steps for steps in all_steps if steps.size]
-        if not zoom or not present:
-            return None
-        low = min(float(steps.min()) for steps in present)
-        high = max(float(steps.max()) for steps in present)
-        return (high - (high - low) / 2**zoom, high)
+
+def _span(store: SeriesStore, steps: np.ndarray) -> tuple[float, float] | None:
+    return step_span(steps, store.restarts, store.earlier_passes_dropped)
+
+
+def _x_range(spans: list[tuple[float, float] | None], zoom: int) -> tuple[float, float] | None:
+    """The latest 1/2**zoom of the steps the charts span (None: all of them)."""
+    present = [span for span in spans if span is not None]
+    if not zoom or not present:
+        return None
+    low = min(low for low, _ in present)
+    high = max(high for _, high in present)
+    return (high - (high - low) / 2**zoom, high)
