@@ -8,6 +8,7 @@ from collections.abc import Callable
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.events import Resize
+from textual.geometry import Size
 from textual.widgets import Static
 
 from ocms_tui.widgets.chart_panel import ChartPanel
@@ -16,6 +17,7 @@ MIN_PANEL_WIDTH = 48
 MIN_PANEL_HEIGHT = 14
 MAX_COLUMNS = 3
 CELL_ASPECT = 2.5  # a terminal cell is about 2.5 times as tall as it is wide
+STRIP_ROWS = 1  # the chart strip, shown above the grid while some panels are off screen
 
 
 def grid_columns(width: int, height: int, panels: int) -> int:
@@ -85,6 +87,7 @@ class ChartGrid(VerticalScroll, can_focus=False):
         self._laid_out = laid_out
         self.message = Static("", id="grid-message", markup=False)
         self.maximised: ChartPanel | None = None
+        self.overflowing = False  # some panels off screen (the chart strip is shown)
         self._message_text: Text | None = Text("")
 
     def compose(self):  # type: ignore[no-untyped-def]
@@ -114,6 +117,14 @@ class ChartGrid(VerticalScroll, can_focus=False):
         self.relayout()
         if panel is not None:
             self.scroll_home(animate=False)
+
+    def maximised_area(self) -> Size | None:
+        """The size a panel gets when maximised (None: one is): the grid's, less the chart
+        strip's row unless the strip is shown already."""
+        if self.maximised is not None or len(self.panels) < 2:
+            return None
+        width, height = self.size
+        return Size(width, height - (0 if self.overflowing else STRIP_ROWS))
 
     def on_resize(self, event: Resize) -> None:
         self.relayout()
@@ -151,5 +162,6 @@ class ChartGrid(VerticalScroll, can_focus=False):
             heights = row_heights(height, minimums)
             self.styles.grid_rows = " ".join(map(str, heights))
             overflowing = sum(heights) > height
+        self.overflowing = overflowing
         if self._laid_out is not None:
             self._laid_out(overflowing)
