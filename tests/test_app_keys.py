@@ -10,6 +10,8 @@ import pytest
 from app_support import append_rows, screen_text, wait_for, wait_for_text, write_layout
 from plotext._figure import _figure_class as PlotextFigure
 from rich.text import Text
+from textual.geometry import Region
+from textual.widget import Widget
 
 from ocms_tui.app import OcmsApp
 from ocms_tui.demo import write_demo_run
@@ -126,6 +128,36 @@ async def test_maximise_and_restore_build_only_the_panel_that_changed_size_once(
         assert [panel.plot.builds for panel in panels(app)] == [before[0] + 2, *before[1:]]
 
 
+async def test_restore_repaints_only_the_panel_that_was_maximised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The grid keeps its columns and rows while a chart is maximised (the chart spans
+    them): setting them made Textual repaint every panel's legend and plot from scratch,
+    and escape drew the five panels that had kept their size anew."""
+    write_demo_run(tmp_path, steps=400)
+    app = OcmsApp(tmp_path, watch=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await open_demo(pilot, app)
+        loss, *others = panels(app)
+        sizes = [tuple(panel.size) for panel in panels(app)]
+        dirtied: list[Widget] = []
+        set_dirty = Widget._set_dirty
+
+        def noting(widget: Widget, *regions: Region) -> None:
+            dirtied.append(widget)
+            set_dirty(widget, *regions)
+
+        monkeypatch.setattr(Widget, "_set_dirty", noting)
+        for key in ("enter", "escape"):
+            dirtied.clear()
+            await pilot.press(key)
+            await pilot.pause()
+            await pilot.pause()
+            assert not any(widget in dirtied for panel in others for widget in panel.children)
+        assert [tuple(panel.size) for panel in panels(app)] == sizes
+        assert loss.table in dirtied and loss.plot in dirtied
+
+
 async def test_enter_finds_the_maximised_view_reduced_ahead(tmp_path: Path) -> None:
     """Once a chart is focused, its series are reduced for the size enter will give its plot:
     the key reduces no column, and draws what a fresh canvas draws at that size."""
@@ -142,7 +174,7 @@ async def test_enter_finds_the_maximised_view_reduced_ahead(tmp_path: Path) -> N
         await app.settle()
         loss = panels(app)[0]
         await wait_for(pilot, lambda: app.focused is loss and loss.chart.rows == rows)
-        await pilot.pause(chart_panel.PREPARE_AFTER_SECONDS + 0.2)
+        await wait_for(pilot, lambda: loss.prepared_ahead and not loss.prepare_pending)
         reduced = loss.plot._canvas.columns_reduced
         builds = loss.plot.builds
         await pilot.press("enter")
@@ -167,10 +199,10 @@ async def test_quick_keys_make_the_next_views_ahead_once(tmp_path: Path) -> None
     async with app.run_test(size=(160, 48)) as pilot:
         await open_demo(pilot, app)
         loss = panels(app)[0]
-        await pilot.pause(chart_panel.PREPARE_AFTER_SECONDS + 0.2)
+        await wait_for(pilot, lambda: not any(panel.prepare_pending for panel in panels(app)))
         before = [panel.prepared_ahead for panel in panels(app)]
         await pilot.press("right_square_bracket", "right_square_bracket", "l")
-        await pilot.pause(chart_panel.PREPARE_AFTER_SECONDS + 0.3)
+        await wait_for(pilot, lambda: not any(panel.prepare_pending for panel in panels(app)))
         assert [
             panel.prepared_ahead - count for panel, count in zip(panels(app), before, strict=True)
         ] == [1] * 6

@@ -192,6 +192,11 @@ class ChartPanel(Vertical, can_focus=True):
             self._prepare_timer.stop()
         self._prepare_timer = self.set_timer(PREPARE_AFTER_SECONDS, self._prepare_ahead)
 
+    @property
+    def prepare_pending(self) -> bool:
+        """The next keys' work is yet to be made ahead (a key came in the last moments)."""
+        return self._prepare_timer is not None
+
     def _prepare_ahead(self) -> None:
         self._prepare_timer = None
         self.prepared_ahead += 1
