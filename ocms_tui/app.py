@@ -22,6 +22,7 @@ from textual.app import App, ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
+from textual.driver import Driver
 from textual.message import Message
 
 from ocms_tui.keys import Scope
@@ -137,6 +138,17 @@ class OcmsApp(App[int]):
         self._panel_views: dict[str, PanelView] = {}
         self._shown_charts: tuple[tuple[OverlayChart, ...], bool] = ((), False)
         self._pending_states = 0
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's driver, or on a POSIX terminal the one that reports a lone escape key
+        at its deadline instead of at the next 100 ms poll (see terminal_driver)."""
+        driver = super().get_driver_class()
+        if driver.__module__ == "textual.drivers.linux_driver" and driver.__name__ == "LinuxDriver":
+            # Imported here: the POSIX driver needs termios, which Windows lacks.
+            from ocms_tui.widgets.terminal_driver import PromptEscapeDriver
+
+            return PromptEscapeDriver
+        return driver
 
     def compose(self) -> ComposeResult:
         yield StatusBar()

@@ -270,8 +270,10 @@ def _dashboard(paths: list[Path], poll: float | None) -> int:
     """The dashboard on `paths` (runs under parents are found there). The runs are read
     from the start, on the session's thread, while Textual is imported and the screen is
     composed; the app takes the session's states over when it is up."""
+    from ocms_tui.keys import prefer_quick_escape
     from ocms_tui.session import FollowSession, label_of
 
+    prefer_quick_escape()
     session = FollowSession(
         paths,
         lambda state: None,

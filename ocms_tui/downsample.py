@@ -129,6 +129,7 @@ class M4Memo:
     starts: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
     stops: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
     index: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+    rows: tuple[int, int] = (0, 0)  # the rows [start, stop) in the x range
     columns_reduced: int = 0  # columns the pyramid was asked about, all calls together
 
 
@@ -148,15 +149,20 @@ def _m4_pyramid(
     the leading columns whose rows are unchanged keep their points."""
     pyramid.extend(ys)
     lo, hi = float(x_range[0]), float(x_range[1])
-    starts = start + _column_starts(xs[start:stop], lo, hi, width)
-    stops = np.append(starts[1:], stop)
-    same = 0
-    if (
+    kept = (
         memo is not None
         and memo.pyramid is pyramid
         and memo.x_range == (lo, hi)
         and memo.width == width
-    ):
+    )
+    if kept and memo is not None and memo.rows == (start, stop):
+        # The same rows in the same columns (a view shown again: a key back to it, one made
+        # ahead): the same points, without the column search over a 1,000,000-row series.
+        return xs[memo.index], ys[memo.index]
+    starts = start + _column_starts(xs[start:stop], lo, hi, width)
+    stops = np.append(starts[1:], stop)
+    same = 0
+    if kept and memo is not None:
         count = min(starts.size, memo.starts.size)
         differs = (starts[:count] != memo.starts[:count]) | (stops[:count] != memo.stops[:count])
         same = int(np.argmax(differs)) if differs.any() else count
@@ -167,6 +173,7 @@ def _m4_pyramid(
     if memo is not None:
         memo.pyramid, memo.x_range, memo.width = pyramid, (lo, hi), width
         memo.starts, memo.stops, memo.index = starts, stops, index
+        memo.rows = (start, stop)
         memo.columns_reduced += starts.size - same
     return xs[index], ys[index]
 

@@ -6,8 +6,21 @@ Pure Python, no Textual: `ocms_tui.app` and the widgets turn these rows into `Bi
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from enum import Enum
+
+# A lone ESC byte is the escape key only once nothing followed it for this long (the rest of
+# an arrow's or a click's sequence comes in the same write). Textual waits 100 ms, and up to
+# 200 ms with its input thread's polling (see widgets/terminal_driver.py); vim's classic 25 ms
+# is too short for no terminal we know of. A user's ESCDELAY is kept.
+ESCAPE_DELAY_MS = 25
+
+
+def prefer_quick_escape() -> None:
+    """Set the dashboard's escape delay, unless the user set ESCDELAY: called before
+    Textual is imported (it reads ESCDELAY once, at import)."""
+    os.environ.setdefault("ESCDELAY", str(ESCAPE_DELAY_MS))
 
 
 class Scope(Enum):

@@ -313,6 +313,14 @@ class ChartCanvas:
         if plan is not None and plan.lines:
             self._remember_y_ticks(request, plan.y_ticks)
 
+    @property
+    def columns_reduced(self) -> int:
+        """Pixel columns the kept M4 views have asked of the series' pyramids: a view reduced
+        afresh adds its columns, one kept (made ahead, or shown before) none."""
+        return sum(
+            memo.columns_reduced for views in self._m4_memos.values() for memo in views.values()
+        )
+
     def _remember_y_ticks(self, request: PlotRequest, y_ticks: Ticks | None) -> None:
         _keep_latest(self._drawn_y_ticks, (request.log_y, request.x_range), y_ticks)
 

@@ -51,6 +51,22 @@ def pass_bounds(
     return [(start, stop) for start, stop in zip(starts, [*starts[1:], rows], strict=True)]
 
 
+def step_span(
+    steps: np.ndarray, restarts: tuple[int, ...], earlier_dropped: bool = False
+) -> tuple[float, float] | None:
+    """The lowest and highest step of the passes drawn (see `pass_bounds`; None: none), from
+    each pass's first and last step, as steps never go down within one: min() and max() of
+    a 1,000,000-row chart cost about 1 ms, on every zoom, for every panel, several times."""
+    ends = [
+        (int(steps[start]), int(steps[stop - 1]))
+        for start, stop in pass_bounds(len(steps), restarts, earlier_dropped)
+        if stop > start
+    ]
+    if not ends:
+        return None
+    return float(min(low for low, _ in ends)), float(max(high for _, high in ends))
+
+
 class GrowableArray:
     """A numpy buffer that grows geometrically. Views handed out stay valid forever:
     growing copies into a new array and never writes into an old one's visible part."""

@@ -5,12 +5,18 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import numpy as np
 import pytest
-from app_support import append_rows, screen_text, wait_for, wait_for_text
+from app_support import append_rows, screen_text, wait_for, wait_for_text, write_layout
+from plotext._figure import _figure_class as PlotextFigure
+from rich.text import Text
+from textual.geometry import Region
+from textual.widget import Widget
 
 from ocms_tui.app import OcmsApp
 from ocms_tui.demo import write_demo_run
 from ocms_tui.model import RunModel
+from ocms_tui.plotting import ChartCanvas, PlotRequest
 from ocms_tui.widgets import chart_panel
 from ocms_tui.widgets.chart_grid import ChartGrid, grid_columns
 from ocms_tui.widgets.chart_panel import ChartPanel
@@ -120,6 +126,95 @@ async def test_maximise_and_restore_build_only_the_panel_that_changed_size_once(
         await pilot.pause()
         assert not strip.display
         assert [panel.plot.builds for panel in panels(app)] == [before[0] + 2, *before[1:]]
+
+
+async def test_restore_repaints_only_the_panel_that_was_maximised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The grid keeps its columns and rows while a chart is maximised (the chart spans
+    them): setting them made Textual repaint every panel's legend and plot from scratch,
+    and escape drew the five panels that had kept their size anew."""
+    write_demo_run(tmp_path, steps=400)
+    app = OcmsApp(tmp_path, watch=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await open_demo(pilot, app)
+        loss, *others = panels(app)
+        sizes = [tuple(panel.size) for panel in panels(app)]
+        dirtied: list[Widget] = []
+        set_dirty = Widget._set_dirty
+
+        def noting(widget: Widget, *regions: Region) -> None:
+            dirtied.append(widget)
+            set_dirty(widget, *regions)
+
+        monkeypatch.setattr(Widget, "_set_dirty", noting)
+        for key in ("enter", "escape"):
+            dirtied.clear()
+            await pilot.press(key)
+            await pilot.pause()
+            await pilot.pause()
+            assert not any(widget in dirtied for panel in others for widget in panel.children)
+        assert [tuple(panel.size) for panel in panels(app)] == sizes
+        assert loss.table in dirtied and loss.plot in dirtied
+
+
+async def test_enter_finds_the_maximised_view_reduced_ahead(tmp_path: Path) -> None:
+    """Once a chart is focused, its series are reduced for the size enter will give its plot:
+    the key reduces no column, and draws what a fresh canvas draws at that size."""
+    rows = 60_000
+    steps = np.arange(rows)
+    rng = np.random.default_rng(3)
+    values = np.cumsum(rng.standard_normal((rows, 2)), axis=0)
+    lines = [f"{step},{a:.6g},{b:.6g}" for step, (a, b) in zip(steps, values, strict=True)]
+    write_layout(tmp_path, {"loss": ["a", "b"], "accuracy": ["a", "b"], "lr": ["a", "b"]})
+    for chart in ("loss", "accuracy", "lr"):
+        append_rows(tmp_path / f"{chart}.csv", lines)
+    app = OcmsApp(tmp_path, watch=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await app.settle()
+        loss = panels(app)[0]
+        await wait_for(pilot, lambda: app.focused is loss and loss.chart.rows == rows)
+        # Focused again once every row is read: what was made ahead meanwhile was for the
+        # rows of the first screen.
+        prepared = loss.prepared_ahead
+        await pilot.press("right", "left")
+        await wait_for(pilot, lambda: loss.prepared_ahead > prepared and not loss.prepare_pending)
+        reduced = loss.plot._canvas.columns_reduced
+        builds = loss.plot.builds
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: loss.plot.builds > builds and not loss.plot.is_stale)
+        assert loss.plot.size.width > 150
+        assert loss.plot._canvas.columns_reduced == reduced  # nothing reduced at the key
+        series, log_y, x_range = loss._series_for_plot()
+        width, height = loss.plot.size
+        fresh = ChartCanvas(PlotextFigure()).build(
+            series,
+            PlotRequest(width, height, log_y=log_y, x_range=x_range, theme=loss.plot._theme()),
+        )
+        assert fresh is not None
+        assert loss.plot.render().plain == Text.from_ansi(fresh, no_wrap=True).plain  # type: ignore[union-attr]
+
+
+async def test_quick_keys_make_the_next_views_ahead_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each key starts the panel's one timer again: three quick presses prepare once, after
+    the last of them (a timer per key prepared three times, the first two for nothing)."""
+    # Longer than three presses take on a loaded machine, so that the test is about the timer.
+    monkeypatch.setattr(chart_panel, "PREPARE_AFTER_SECONDS", 1.0)
+    write_demo_run(tmp_path, steps=400)
+    app = OcmsApp(tmp_path, watch=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await open_demo(pilot, app)
+        loss = panels(app)[0]
+        await wait_for(pilot, lambda: not any(panel.prepare_pending for panel in panels(app)))
+        before = [panel.prepared_ahead for panel in panels(app)]
+        await pilot.press("right_square_bracket", "right_square_bracket", "l")
+        await wait_for(pilot, lambda: not any(panel.prepare_pending for panel in panels(app)))
+        assert [
+            panel.prepared_ahead - count for panel, count in zip(panels(app), before, strict=True)
+        ] == [1] * 6
+        assert app.shared.zoom == 2 and loss.view.log_y
 
 
 async def test_the_focused_chart_smooths_ahead_within_a_memory_limit(

@@ -254,6 +254,26 @@ def test_m4_with_a_memo_gives_the_same_points_and_reduces_only_changed_columns(s
     assert memo.columns_reduced < calls * width / 4
 
 
+def test_m4_of_a_view_shown_again_reduces_no_column() -> None:
+    """The same rows, range and width again (a key back to a view, a view made ahead): the
+    memo's points, no column asked of the pyramid; rows added past the range change none."""
+    rng = np.random.default_rng(9)
+    steps = np.arange(200_000, dtype=np.int64)
+    values = rng.standard_normal(steps.size)
+    memo, pyramid = M4Memo(), MinMaxPyramid(block=64)
+    x_range = (50_000.0, 150_000.0)
+    first = m4(steps, values, 150, x_range, x_sorted=True, pyramid=pyramid, memo=memo,
+               rows=(0, 180_000))  # fmt: skip
+    reduced = memo.columns_reduced
+    for rows in ((0, 180_000), (0, 200_000)):
+        again = m4(steps, values, 150, x_range, x_sorted=True, pyramid=pyramid, memo=memo,
+                   rows=rows)  # fmt: skip
+        assert np.array_equal(again[0], first[0]) and np.array_equal(again[1], first[1])
+        assert memo.columns_reduced == reduced
+    fresh = m4(steps, values, 150, x_range, x_sorted=True, pyramid=MinMaxPyramid(block=64))
+    assert np.array_equal(fresh[0], first[0]) and np.array_equal(fresh[1], first[1])
+
+
 @pytest.mark.parametrize("weight", [0.6, 0.9, 0.99, 0.999])
 @pytest.mark.parametrize("magnitude", [1.0, 1e300, 1e-310])
 def test_an_ema_started_in_polars_and_extended_in_numpy_matches_tensorboard(

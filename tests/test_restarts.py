@@ -15,7 +15,13 @@ from ocms_tui.downsample import m4
 from ocms_tui.parse import ParsedRows
 from ocms_tui.plotting import EARLIER_PASS_MARKER, MARKER
 from ocms_tui.pyramid import MinMaxPyramid
-from ocms_tui.series import MAX_KEPT_PASSES, SeriesStore, pass_bounds, step_regressions
+from ocms_tui.series import (
+    MAX_KEPT_PASSES,
+    SeriesStore,
+    pass_bounds,
+    step_regressions,
+    step_span,
+)
 from ocms_tui.widgets.chart_panel import ChartPanel
 
 
@@ -48,6 +54,28 @@ def test_only_the_latest_passes_are_kept_apart() -> None:
     assert len(store.restarts) == MAX_KEPT_PASSES - 1
     assert store.restarts[-1] == steps.size - 1
     assert len(pass_bounds(store.rows, store.restarts, True)) == MAX_KEPT_PASSES - 1
+
+
+def test_step_span_is_the_extent_of_the_passes_drawn() -> None:
+    """The zoom's x range comes from each pass's ends: every row's min and max while all
+    passes are drawn, those of the drawn rows when earlier passes were dropped."""
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        chunks = [
+            np.sort(rng.integers(-50, 1_000, size=int(rng.integers(1, 30))))
+            for _ in range(int(rng.integers(1, 12)))
+        ]
+        steps = np.concatenate(chunks).astype(np.int64)
+        store = SeriesStore(1)
+        append(store, steps.tolist(), [1.0] * steps.size)
+        drawn = pass_bounds(store.rows, store.restarts, store.earlier_passes_dropped)
+        rows = np.concatenate([steps[start:stop] for start, stop in drawn])
+        span = step_span(store.steps(), store.restarts, store.earlier_passes_dropped)
+        assert span == (float(rows.min()), float(rows.max()))
+        if not store.earlier_passes_dropped:
+            assert span == (float(steps.min()), float(steps.max()))
+    assert step_span(np.zeros(0, dtype=np.int64), ()) is None
+    assert step_span(np.arange(3, dtype=np.int64), (4, 7), earlier_dropped=True) is None
 
 
 def append(store: SeriesStore, steps: list[int], values: list[float]) -> None:

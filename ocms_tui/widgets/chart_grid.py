@@ -8,6 +8,7 @@ from collections.abc import Callable
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.events import Resize
+from textual.geometry import Size
 from textual.widgets import Static
 
 from ocms_tui.widgets.chart_panel import ChartPanel
@@ -16,6 +17,7 @@ MIN_PANEL_WIDTH = 48
 MIN_PANEL_HEIGHT = 14
 MAX_COLUMNS = 3
 CELL_ASPECT = 2.5  # a terminal cell is about 2.5 times as tall as it is wide
+STRIP_ROWS = 1  # the chart strip, shown above the grid while some panels are off screen
 
 
 def grid_columns(width: int, height: int, panels: int) -> int:
@@ -85,6 +87,8 @@ class ChartGrid(VerticalScroll, can_focus=False):
         self._laid_out = laid_out
         self.message = Static("", id="grid-message", markup=False)
         self.maximised: ChartPanel | None = None
+        self.overflowing = False  # some panels off screen (the chart strip is shown)
+        self._grid: tuple[int, str | None] = (1, None)  # the columns and rows set last
         self._message_text: Text | None = Text("")
 
     def compose(self):  # type: ignore[no-untyped-def]
@@ -108,12 +112,26 @@ class ChartGrid(VerticalScroll, can_focus=False):
             self.message.update(text)
 
     def set_maximised(self, panel: ChartPanel | None) -> None:
-        self.maximised = panel
+        """One panel over the whole grid (None: the grid again). The maximised panel spans
+        the grid's columns, which stay as they are: Textual repaints every panel from
+        scratch when the grid's columns or rows change (they refresh all children), and
+        restoring the grid drew the five panels that had kept their pictures anew."""
+        previous, self.maximised = self.maximised, panel
+        if previous is not None and previous is not panel:
+            previous.styles.column_span = 1
         for other in self.panels:
             other.display = panel is None or other is panel
         self.relayout()
         if panel is not None:
             self.scroll_home(animate=False)
+
+    def maximised_area(self) -> Size | None:
+        """The size a panel gets when maximised (None: one is): the grid's, less the chart
+        strip's row unless the strip is shown already."""
+        if self.maximised is not None or len(self.panels) < 2:
+            return None
+        width, height = self.size
+        return Size(width, height - (0 if self.overflowing else STRIP_ROWS))
 
     def on_resize(self, event: Resize) -> None:
         self.relayout()
@@ -124,9 +142,11 @@ class ChartGrid(VerticalScroll, can_focus=False):
             return
         panels = [panel for panel in self.panels if panel.display]
         count = max(1, len(panels))
-        columns = 1 if self.maximised else grid_columns(width, height, count)
+        columns = grid_columns(width, height, max(1, len(self.panels)))
+        if self.maximised:
+            self.maximised.styles.column_span = columns
         rows = math.ceil(count / columns)
-        self.styles.grid_size_columns = columns
+        self._set_grid(columns, None)
         # Runs overlaid make long legends: a row keeps room for its plots above them.
         minimums = [
             max(
@@ -140,16 +160,26 @@ class ChartGrid(VerticalScroll, can_focus=False):
         if self.maximised:
             # A fraction, not a height: the panel follows the grid when the problems pane
             # or the chart strip come and go, leaving no blank rows.
-            self.styles.grid_rows = "1fr"
+            self._set_grid(columns, "1fr")
             overflowing = len(self.panels) > 1
         elif max(minimums) <= MIN_PANEL_HEIGHT:
             each = row_height(height, rows)
             overflowing = each * rows > height
             # Rows that fit share the height exactly (no blank row left by the division).
-            self.styles.grid_rows = str(each) if overflowing else "1fr"
+            self._set_grid(columns, str(each) if overflowing else "1fr")
         else:
             heights = row_heights(height, minimums)
-            self.styles.grid_rows = " ".join(map(str, heights))
+            self._set_grid(columns, " ".join(map(str, heights)))
             overflowing = sum(heights) > height
+        self.overflowing = overflowing
         if self._laid_out is not None:
             self._laid_out(overflowing)
+
+    def _set_grid(self, columns: int, rows: str | None) -> None:
+        """Set the grid's columns and rows (None: as they are) only when they change: each
+        assignment makes Textual repaint every panel from scratch, same value or not."""
+        if columns != self._grid[0]:
+            self.styles.grid_size_columns = columns
+        if rows is not None and rows != self._grid[1]:
+            self.styles.grid_rows = rows
+        self._grid = (columns, self._grid[1] if rows is None else rows)

@@ -11,6 +11,8 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Vertical
+from textual.geometry import Size
+from textual.timer import Timer
 from textual.worker import Worker, get_current_worker
 
 from ocms_tui.keys import Scope
@@ -24,7 +26,7 @@ from ocms_tui.plotting import (
     series_marker,
 )
 from ocms_tui.runset import OverlayChart, RunChart
-from ocms_tui.series import MAX_KEPT_PASSES, pass_bounds
+from ocms_tui.series import MAX_KEPT_PASSES, SeriesStore, pass_bounds, step_span
 from ocms_tui.widgets.bindings import bindings
 from ocms_tui.widgets.chart_plot import ChartPlot
 from ocms_tui.widgets.safe_text import safe_text
@@ -140,6 +142,9 @@ class ChartPanel(Vertical, can_focus=True):
         self._shown_subtitle: Text | None = None
         self._preparing: Worker[None] | None = None
         self._prepared_for: tuple[float, int] = (0.0, 0)  # (smoothing, rows) made ahead
+        self._prepare_timer: Timer | None = None
+        self.prepared_ahead = 0
+        """Times the next keys' work was made ahead (once per burst of keys)."""
         self.border_title = self._title()
 
     @property
@@ -177,7 +182,27 @@ class ChartPanel(Vertical, can_focus=True):
         self.table.limit(max(2, spare) if spare < len(self.lines) else None)
 
     def on_focus(self) -> None:
-        self.set_timer(PREPARE_AFTER_SECONDS, self.prepare_next_smoothing)
+        self._prepare_later()
+
+    def _prepare_later(self) -> None:
+        """Make ahead what the next key likely asks for, PREPARE_AFTER_SECONDS from now: one
+        timer per panel, started again by each key, so that quick presses prepare once, after
+        the last of them (a timer per key made each one's work, late, in the next key's way)."""
+        if self._prepare_timer is not None:
+            self._prepare_timer.stop()
+        self._prepare_timer = self.set_timer(PREPARE_AFTER_SECONDS, self._prepare_ahead)
+
+    @property
+    def prepare_pending(self) -> bool:
+        """The next keys' work is yet to be made ahead (a key came in the last moments)."""
+        return self._prepare_timer is not None
+
+    def _prepare_ahead(self) -> None:
+        self._prepare_timer = None
+        self.prepared_ahead += 1
+        self.prepare_next_smoothing()
+        self.prepare_next_zoom()
+        self.prepare_maximised()
 
     def show_new_data(self) -> None:
         """The charts have new rows (or were reset): new numbers now, a new plot at the
@@ -206,16 +231,26 @@ class ChartPanel(Vertical, can_focus=True):
         made `s` at 1M rows 1.5x slower than at 1k)."""
         self.border_title = self._title()
         self._show_data()
-        if self.has_focus:
-            self.set_timer(PREPARE_AFTER_SECONDS, self.prepare_next_smoothing)
-        self.set_timer(PREPARE_AFTER_SECONDS, self.prepare_next_zoom)
+        self._prepare_later()
 
     def prepare_next_zoom(self) -> None:
         """Reduce the series for the range `]` shows next, once this frame is drawn: at
         1,000,000 rows a new range costs about 1 ms of M4 per series, the key then none."""
         if self.shared.zoom < MAX_ZOOM:
-            all_steps = [chart.steps() for chart in self.charts]
-            self.plot.prepare(self._x_range(all_steps, self.shared.zoom + 1))
+            self.plot.prepare(self._shown_range(self.shared.zoom + 1))
+
+    def prepare_maximised(self) -> None:
+        """Reduce the focused chart's series for the size enter gives its plot: the area the
+        grid gives a maximised panel (ChartGrid.maximised_area), less what the panel keeps
+        around its plot now (border, legend). Only the canvas width decides the reduction,
+        so a height a row off would cost nothing."""
+        area_of = getattr(self.parent, "maximised_area", None)
+        area = area_of() if self.has_focus and callable(area_of) else None
+        if area is None:
+            return  # not in a grid, or a chart is maximised already
+        around = self.outer_size - self.plot.size
+        size = Size(area.width - around.width, area.height - around.height)
+        self.plot.prepare(self._shown_range(self.shared.zoom), size)
 
     def toggle_series(self, index: int) -> bool:
         if not 0 <= index < len(self.lines):
@@ -356,12 +391,23 @@ class ChartPanel(Vertical, can_focus=True):
                         rows=None if len(passes) == 1 else (start, stop),
                     )
                 )
-        return series, self.view.log_y, self._x_range(list(all_steps.values()), self.shared.zoom)
+        spans = [_span(stores[key], steps) for key, steps in all_steps.items()]
+        return series, self.view.log_y, _x_range(spans, self.shared.zoom)
 
-    def _x_range(self, all_steps: list[np.ndarray], zoom: int) -> tuple[float, float] | None:
-        present = [steps for steps in all_steps if steps.size]
-        if not zoom or not present:
-            return None
-        low = min(float(steps.min()) for steps in present)
-        high = max(float(steps.max()) for steps in present)
-        return (high - (high - low) / 2**zoom, high)
+    def _shown_range(self, zoom: int) -> tuple[float, float] | None:
+        stores = [chart.drawn() for chart in self.charts]
+        return _x_range([_span(store, store.steps()) for store in stores], zoom)
+
+
+def _span(store: SeriesStore, steps: np.ndarray) -> tuple[float, float] | None:
+    return step_span(steps, store.restarts, store.earlier_passes_dropped)
+
+
+def _x_range(spans: list[tuple[float, float] | None], zoom: int) -> tuple[float, float] | None:
+    """The latest 1/2**zoom of the steps the charts span (None: all of them)."""
+    present = [span for span in spans if span is not None]
+    if not zoom or not present:
+        return None
+    low = min(low for low, _ in present)
+    high = max(high for _, high in present)
+    return (high - (high - low) / 2**zoom, high)

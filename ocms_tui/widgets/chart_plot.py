@@ -19,7 +19,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.app import RenderResult
 from textual.content import Content
-from textual.geometry import Region
+from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.style import Style as VisualStyle
 from textual_plotext import PlotextPlot
@@ -213,14 +213,14 @@ class ChartPlot(PlotextPlot):
         self._planned = (key, plan, series)
         return False
 
-    def prepare(self, x_range: tuple[float, float] | None) -> None:
-        """Reduce the series for the x range a key will likely ask for next (see
-        ChartCanvas.prepare); nothing when not on screen."""
+    def prepare(self, x_range: tuple[float, float] | None, size: Size | None = None) -> None:
+        """Reduce the series for the x range (and the size: this one unless given) a key
+        will likely ask for next (see ChartCanvas.prepare); nothing when not on screen."""
         if not self.region:
             return
         series, log_y, _ = self._source()
         if series:
-            width, height = self.size
+            width, height = size or self.size
             request = PlotRequest(width, height, log_y=log_y, x_range=x_range, theme=self._theme())
             self._canvas.prepare(series, request)
 
