@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from app_support import append_rows, screen_lines, wait_for, write_layout
+from app_support import append_rows, screen_lines, write_layout
+from textual.pilot import Pilot
 
 from ocms_tui.app import OcmsApp
 
@@ -40,19 +43,17 @@ def _start(directory: Path, rows: int = 2000) -> None:
     append_rows(directory / "lr.csv", _rows(range(rows), lambda s: f"{s / 1000!r}"))
 
 
-def _stale_on_screen(app: OcmsApp) -> list[str]:
-    """Panels on screen whose plot is not built from the latest data and view."""
-    return [
-        panel.name or "" for panel in app.grid.panels if panel.plot.region and panel.plot.is_stale
-    ]
-
-
-async def _settled_screen(app: OcmsApp, pilot: object) -> list[str]:
-    """The screen once everything on disk is read and every plot is drawn from it."""
+async def _settled_screen(app: OcmsApp, pilot: Pilot[int]) -> list[str]:
+    """The screen once everything on disk is read and it stopped changing (as a user sees
+    it settle: a plot scrolled out of view or too small to show is never drawn)."""
     await app.settle()
-    await wait_for(pilot, lambda: not any(_stale_on_screen(app)))  # type: ignore[arg-type]
-    await pilot.pause(0.2)  # type: ignore[attr-defined]
-    return [_LAST_WRITE.sub("", line) for line in screen_lines(app)]
+    deadline = time.monotonic() + 15
+    screens = [screen_lines(app)]
+    while len(screens) < 4 or len({"\n".join(screen) for screen in screens[-4:]}) > 1:
+        assert time.monotonic() < deadline, "the screen never settled"
+        await pilot.pause(0.1)
+        screens.append(screen_lines(app))
+    return [_LAST_WRITE.sub("", line) for line in screens[-1]]
 
 
 def _probe(directory: Path) -> None:
@@ -234,3 +235,108 @@ async def test_after_the_files_change_the_screen_is_a_fresh_starts(
     live = await _screen(tmp_path, view, events=attack.events(tmp_path))
     fresh = await _screen(tmp_path, view)
     _assert_same(live, fresh)
+
+
+# -- keys held down and the terminal resized while rows arrive ------------------------------
+
+
+class _Writer:
+    """A training run writing `rows_per_write` rows to every chart every `pause` seconds on a
+    thread of its own, as a real run would while the user presses keys."""
+
+    def __init__(self, directory: Path, first: int, rows_per_write: int = 5) -> None:
+        self.directory, self.step, self.rows_per_write = directory, first, rows_per_write
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._write)
+
+    def _write(self) -> None:
+        while not self.stop.wait(0.02):
+            steps = range(self.step, self.step + self.rows_per_write)
+            append_rows(self.directory / "loss.csv", _rows(steps, lambda s: f"{1 / s!r},{s % 3}"))
+            append_rows(self.directory / "lr.csv", _rows(steps, lambda s: f"{s / 1000!r}"))
+            self.step += self.rows_per_write
+
+    def __enter__(self) -> _Writer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+HELD_KEYS = ["]"] * 50 + ["s"] * 50 + ["l"] * 51 + ["enter"] * 3 + ["2"] * 3 + ["["] * 20
+# The same view reached with one press each: zoom 12 then 20 out (0), EMA 0.9 (50 = 2 mod 4),
+# log on, maximised, series 2 hidden.
+HELD_KEYS_ONCE = ["s", "s", "l", "enter", "2"]
+
+
+async def test_keys_held_down_while_rows_arrive_end_on_a_fresh_starts_screen(
+    tmp_path: Path,
+) -> None:
+    _start(tmp_path)
+    app = OcmsApp(tmp_path)
+    app.animation_level = "none"
+    async with app.run_test(size=SIZE) as pilot:
+        await app.settle()
+        with _Writer(tmp_path, 2000):
+            started = time.monotonic()
+            for key in HELD_KEYS:
+                await pilot.press(key)
+            took = time.monotonic() - started
+        await _settled_screen(app, pilot)
+        before = _contents(tmp_path)
+        _probe(tmp_path)
+        live = await _settled_screen(app, pilot)
+    _restore(tmp_path, before)
+    fresh = await _screen(tmp_path, HELD_KEYS_ONCE)
+    _assert_same(live, fresh)
+    assert "Traceback" not in "\n".join(live)
+    print(f"\n{len(HELD_KEYS)} key presses while rows arrived took {took:.2f} s")
+
+
+SIZES = [(80, 24), (200, 60), (20, 5), (160, 48), (12, 3), (80, 24)]
+
+
+@pytest.mark.parametrize("keys", [[], ["]", "]", "s", "l"], ["enter", "s"]], ids=str)
+async def test_resized_while_rows_arrive_the_screen_is_a_fresh_starts(
+    tmp_path: Path, keys: list[str]
+) -> None:
+    _start(tmp_path)
+    app = OcmsApp(tmp_path)
+    app.animation_level = "none"
+    async with app.run_test(size=SIZE) as pilot:
+        await app.settle()
+        for key in keys:
+            await pilot.press(key)
+        with _Writer(tmp_path, 2000):
+            for size in SIZES * 3:
+                await pilot.resize_terminal(*size)
+                await pilot.pause(0.1)
+        for size in SIZES:  # each size settled once: a picture of every size is right
+            await pilot.resize_terminal(*size)
+            assert "Traceback" not in "\n".join(await _settled_screen(app, pilot))
+        await pilot.resize_terminal(*SIZE)
+        await _settled_screen(app, pilot)
+        before = _contents(tmp_path)
+        _probe(tmp_path)
+        live = await _settled_screen(app, pilot)
+    _restore(tmp_path, before)
+    _assert_same(live, await _screen(tmp_path, keys))
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3, 17])
+async def test_zoomed_past_a_single_row_at_the_first_and_the_last_rows(
+    tmp_path: Path, rows: int
+) -> None:
+    """Zoom 12 (the latest 1/4096 of the steps) on a run of a few rows, then rows arrive
+    one by one: the latest row is always drawn, the numbers are the file's."""
+    write_layout(tmp_path, {"loss": ["loss", "eval"], "lr": ["lr"]})
+    append_rows(tmp_path / "loss.csv", _rows(range(rows), lambda s: f"{s * 2.5!r},"))
+    append_rows(tmp_path / "lr.csv", _rows(range(rows), lambda s: "0.125"))
+    events = [
+        _append(tmp_path / "loss.csv", _rows([step], lambda s: f"{s * 2.5!r},{-s!r}"))
+        for step in range(rows, rows + 4)
+    ]
+    live = await _screen(tmp_path, ["]"] * 14 + ["s", "l"], events=events)
+    _assert_same(live, await _screen(tmp_path, ["]"] * 12 + ["s", "l"]))
