@@ -340,3 +340,44 @@ async def test_zoomed_past_a_single_row_at_the_first_and_the_last_rows(
     ]
     live = await _screen(tmp_path, ["]"] * 14 + ["s", "l"], events=events)
     _assert_same(live, await _screen(tmp_path, ["]"] * 12 + ["s", "l"]))
+
+
+@pytest.mark.parametrize(
+    ("keys", "fresh_keys"),
+    [
+        pytest.param(["2", "enter"], ["2", "enter"], id="series 2 hidden"),
+        pytest.param(["space"], ["space", "space"], id="paused"),
+    ],
+)
+async def test_files_changed_while_a_series_is_hidden_or_the_run_paused(
+    tmp_path: Path, keys: list[str], fresh_keys: list[str]
+) -> None:
+    """The column of a hidden series goes away and comes back; or the run restarts, widens
+    and renames while following is paused (then resumed)."""
+    _start(tmp_path)
+    loss = tmp_path / "loss.csv"
+    events = [
+        _write(loss, _rows(range(500), lambda s: f"{s / 3!r}")),
+        lambda: write_layout(tmp_path, {"loss": ["loss"], "lr": ["lr"]}),
+        _write(loss, _rows(range(700), lambda s: f"{s / 3!r},{-s!r},{s % 5!r}")),
+        lambda: write_layout(tmp_path, {"loss": ["loss", "val", "acc"], "lr": ["lr"]}),
+    ]
+    if keys == ["space"]:
+        events.append(lambda: None)  # the last event's files shown before space is pressed
+    live_app = OcmsApp(tmp_path)
+    live_app.animation_level = "none"
+    async with live_app.run_test(size=SIZE) as pilot:
+        await live_app.settle()
+        for key in keys:
+            await pilot.press(key)
+        for event in events:
+            event()
+            await pilot.pause(0.3)
+        if keys == ["space"]:
+            await pilot.press("space")
+        await _settled_screen(live_app, pilot)
+        before = _contents(tmp_path)
+        _probe(tmp_path)
+        live = await _settled_screen(live_app, pilot)
+    _restore(tmp_path, before)
+    _assert_same(live, await _screen(tmp_path, fresh_keys))
