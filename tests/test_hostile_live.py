@@ -381,3 +381,40 @@ async def test_files_changed_while_a_series_is_hidden_or_the_run_paused(
         live = await _settled_screen(live_app, pilot)
     _restore(tmp_path, before)
     _assert_same(live, await _screen(tmp_path, fresh_keys))
+
+
+# -- a key held down on a 1,000,000-row chart ------------------------------------------------
+
+HELD_SECONDS = 1.0  # a burst of presses answered (title and plot) within this
+
+
+@pytest.mark.parametrize(
+    ("key", "presses", "title"), [("s", 50, "ema 0.9 · linear"), ("l", 51, "ema off · log")]
+)
+async def test_fifty_presses_at_once_on_a_million_rows_are_answered_within_a_second(
+    tmp_path: Path, key: str, presses: int, title: str
+) -> None:
+    """A held key (or a terminal handing 50 presses over in one read, as tmux does after a
+    stall): the app used to smooth every series again for each press, one after the other,
+    before showing anything: 8 s at 6 x 1M in tmux. Only the last view needs drawing."""
+    from test_keys_large import noisy_run
+    from textual import events
+
+    noisy_run(tmp_path)
+    app = OcmsApp(tmp_path)
+    app.animation_level = "none"
+    async with app.run_test(size=(160, 48)) as pilot:
+        await app.settle()
+        await pilot.pause(1.0)  # smoothing made ahead of the first press has landed
+        (panel, *_) = app.grid.panels
+        panel.focus()
+        await pilot.pause()
+        started = time.monotonic()
+        for _ in range(presses):
+            app.post_message(events.Key(key, key))
+        while not (title in str(panel.border_title) and not panel.plot.is_stale):
+            assert time.monotonic() - started < 30, "the presses were never answered"
+            await pilot.pause(0.01)
+        took = time.monotonic() - started
+    print(f"\n{presses} x {key} at 1,000,000 rows answered after {took:.2f} s")
+    assert took < HELD_SECONDS
