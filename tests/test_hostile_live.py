@@ -61,7 +61,8 @@ def _probe(directory: Path) -> None:
     layout = json.loads((directory / "metrics.json").read_text(encoding="utf-8"))
     for chart in layout["charts"]:
         path = directory / chart["file"]
-        steps = [int(line.split(",")[0]) for line in path.read_text().splitlines() if line]
+        fields = [line.split(",")[0] for line in path.read_text().splitlines()]
+        steps = [int(field) for field in fields if field.isdigit()]
         step = 2 * max(steps, default=0) + 10
         append_rows(path, [f"{step}," + ",".join("1.5" for _ in chart["y_axis"])])
 
@@ -198,6 +199,29 @@ ATTACKS = [
         lambda d: [
             _append(d / "grad.csv", _rows(range(50), lambda s: f"{s % 7!r}")),
             lambda: write_layout(d, {"loss": ["total", "val"], "grad": ["norm"], "lr": ["lr"]}),
+        ],
+    ),
+    Attack(  # a hostile writer: junk, wrong widths, negative and non-integer steps, blanks
+        "bad rows mid-run",
+        lambda d: [
+            _append(
+                d / "loss.csv",
+                ["abc,1,2", "-5,1,2", "1e3,1,2", "2001,1", "2002,1,2,3", "", "2003,0.5,x"],
+            ),
+            _append(d / "loss.csv", ["2004,0.25,0.125", "2005,0.2"]),
+        ],
+    ),
+    Attack(  # steps go back on every other row
+        "restarts on every other row",
+        lambda d: [_append(d / "loss.csv", _rows([s % 2 for s in range(2000)], lambda s: "2,1"))],
+    ),
+    Attack(  # the file replaced at once by one far larger (the first read is sampled)
+        "replaced by 400,000 rows",
+        lambda d: [
+            lambda: (d / "lr.tmp").write_bytes(
+                b"".join(b"%d,%r\n" % (s, (s % 977) / 977) for s in range(400_000))
+            ),
+            lambda: (d / "lr.tmp").replace(d / "lr.csv"),
         ],
     ),
     Attack(
