@@ -212,10 +212,10 @@ class ChartPanel(Vertical, can_focus=True):
         if self.has_focus:
             self.prepare_next_smoothing()
 
-    def _show_data(self) -> None:
+    def _show_data(self, view_changed: bool = False) -> None:
         self._show_subtitle()  # a restart may have come with the rows
         self._show_table()
-        self.plot.invalidate()
+        self.plot.invalidate(view_changed)
 
     def _show_subtitle(self) -> None:
         # Setting a border subtitle repaints the whole panel, plot included, even when it
@@ -230,7 +230,7 @@ class ChartPanel(Vertical, can_focus=True):
         after this frame (a thread smoothing 1,000,000-row series while the frame is drawn
         made `s` at 1M rows 1.5x slower than at 1k)."""
         self.border_title = self._title()
-        self._show_data()
+        self._show_data(view_changed=True)
         self._prepare_later()
 
     def prepare_next_zoom(self) -> None:
