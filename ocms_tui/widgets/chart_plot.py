@@ -19,12 +19,13 @@ from rich.style import Style
 from rich.text import Text
 from textual.app import RenderResult
 from textual.content import Content
-from textual.geometry import Region, Size
+from textual.geometry import Size
 from textual.strip import Strip
 from textual.style import Style as VisualStyle
 from textual_plotext import PlotextPlot
 
 from ocms_tui.plotting import ChartCanvas, Picture, Plan, PlotRequest, Series
+from ocms_tui.widgets.text_strips import refresh_lines
 
 SeriesSource = Callable[[], tuple[list[Series], bool, tuple[float, float] | None]]
 """Returns (series, log_y, x_range) when the plot is built, so unseen plots cost nothing."""
@@ -164,8 +165,7 @@ class ChartPlot(PlotextPlot):
             if changed is None:
                 self.refresh()
             elif changed:
-                width = self.size.width
-                self.refresh(*(Region(0, y, width, 1) for y in changed))
+                refresh_lines(self, changed)
                 self.lines_repainted += len(changed)
 
     def _changed_rows(self) -> list[int] | None:

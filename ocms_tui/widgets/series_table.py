@@ -10,7 +10,6 @@ from rich.style import Style
 from rich.text import Text
 from textual.app import RenderResult
 from textual.content import Content
-from textual.geometry import Region
 from textual.strip import Strip
 from textual.style import Style as VisualStyle
 from textual.visual import Visual
@@ -19,7 +18,7 @@ from textual.widget import Widget
 from ocms_tui.model import SeriesStats
 from ocms_tui.plotting import MARKER, RGB
 from ocms_tui.widgets.safe_text import safe_text
-from ocms_tui.widgets.text_strips import TextStrips
+from ocms_tui.widgets.text_strips import TextStrips, refresh_lines
 
 
 def format_number(value: float | None) -> str:
@@ -100,8 +99,7 @@ class SeriesTable(Widget):
         if changed is None:
             self.refresh()
         elif changed:
-            width = self.content_size.width
-            self.refresh(*(Region(0, y, width, 1) for y in changed))
+            refresh_lines(self, changed)
             self.lines_repainted += len(changed)
 
     def limit(self, max_lines: int | None) -> None:

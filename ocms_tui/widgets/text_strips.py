@@ -11,14 +11,16 @@ together).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Collection, Hashable
 from itertools import pairwise
 
 from rich.segment import Segment
 from rich.style import Style as RichStyle
 from rich.text import Span, Text
+from textual.geometry import Region
 from textual.strip import Strip
 from textual.style import Style
+from textual.widget import Widget
 
 # Style combinations and (combination, x, y) placements come from a few colours and a few
 # columns; bounds all the same.
@@ -107,3 +109,11 @@ def _runs(length: int, style: object, spans: tuple[Span, ...]) -> list[Run]:
         for start, end in pairwise(cuts)
         if start < end and start < length
     ]
+
+
+def refresh_lines(widget: Widget, lines: Collection[int]) -> None:
+    """Repaint only these lines of `widget`, each across its whole width: Textual places a
+    repaint region from the widget's outer corner, so a content-wide region would leave out
+    a padded widget's last columns."""
+    width = widget.outer_size.width
+    widget.refresh(*(Region(0, y, width, 1) for y in lines))
