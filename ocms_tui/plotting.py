@@ -243,7 +243,8 @@ class ChartCanvas:
         self.extent: tuple[float, float] | None = None
         """The x axis of the last build (None: nothing drawn)."""
         self.drawn: Plan | None = None
-        self._drawn_key: tuple[Any, ...] | None = None
+        self._drawn_columns: int | None = None  # plotext's canvas width of `drawn`
+        self._drawn_key: tuple[Any, ...] | None = None  # `drawn`'s key, made when first asked
         self._keyed: tuple[Plan, tuple[int, int], tuple[Any, ...]] | None = None
         # Per drawn series (its pyramid, its first row), per recent view (x range, canvas
         # columns): the M4's columns, so that a grown series is reduced again in its changed
@@ -297,8 +298,15 @@ class ChartCanvas:
         theme, axes, ticks and labels, and every line lighting the same pixels. Cheap (numpy
         on the reduced points), and exact: it maps and rasterises with plotext's own
         helpers."""
-        if self.drawn is None or self._drawn_key is None or plan.canvas_columns is None:
+        drawn, columns = self.drawn, self._drawn_columns
+        if drawn is None or columns is None or plan.canvas_columns is None:
             return False
+        # First what needs no pixels: a followed run's x axis grows every few reads, and
+        # then the pixels (most of a key) need not be mapped for either picture.
+        if plan.canvas_columns != columns or _frame(plan) != _frame(drawn):
+            return False
+        if self._drawn_key is None:
+            self._drawn_key = self._key(drawn, columns)
         # The key holds the canvas width the plan was reduced for and the y labels that
         # decide the real one: equal keys mean the plan fits the canvas drawn.
         if self._key(plan, plan.canvas_columns) != self._drawn_key:
@@ -330,6 +338,7 @@ class ChartCanvas:
         column again (a benchmark of whole builds)."""
         self.extent = None
         self.drawn = None
+        self._drawn_columns = None
         self._drawn_key = None
         if reductions:
             self._m4_memos = {}
@@ -357,7 +366,7 @@ class ChartCanvas:
         self.extent = plan.extent
         self.drawn = plan
         self._remember_y_ticks(request, plan.y_ticks)
-        self._drawn_key = self._key(plan, columns)
+        self._drawn_columns, self._drawn_key = columns, None
         return picture
 
     def _plan(
@@ -554,6 +563,21 @@ class ChartCanvas:
         )
         self._keyed = (plan, (canvas_columns, self._canvas_rows), key)
         return key
+
+
+def _frame(plan: Plan) -> tuple[Any, ...]:
+    """The part of a plan's key (`ChartCanvas._key`) that needs no pixel mapped."""
+    request = plan.request
+    return (
+        request.width,
+        request.height,
+        request.theme,
+        request.log_y,
+        plan.plotext_log,
+        tuple(plan.extent),
+        plan.x_ticks,
+        plan.y_ticks,
+    )
 
 
 def _lit_pixels(x: np.ndarray, y: np.ndarray, width: int, height: int) -> bytes:

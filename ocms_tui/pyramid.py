@@ -36,6 +36,8 @@ BLOCK = 64  # values per leaf; partial leaves are read raw (< 2 BLOCK values per
 # A node's four indices; -1 in all four: no finite value (node 0 stays so: the query's filler).
 _MIN, _MAX, _FIRST, _LAST = range(4)
 _NONE = np.iinfo(np.int64).max  # "no finite value" as a first index, while reducing
+# Up to this many new leaves, `extend` merges their parents in Python (see `_merge_few`).
+FEW_NEW_LEAVES = 32
 
 
 class MinMaxPyramid:
@@ -76,6 +78,9 @@ class MinMaxPyramid:
         # Each level above merges pairs of the one below; only parents of a new child change.
         first, count = capacity + changed, leaves
         level = capacity
+        if leaves - changed <= FEW_NEW_LEAVES:
+            self._merge_few(values, first, count, level)
+            return
         while level > 1:
             parents = -(-count // 2)
             parent_level = level // 2
@@ -87,6 +92,24 @@ class MinMaxPyramid:
             right[right >= level + count] = 0
             nodes[low:high] = _merged(values, nodes[left], nodes[right])
             first, count, level = low, parents, parent_level
+
+    def _merge_few(self, values: FloatArray, first: int, count: int, level: int) -> None:
+        """The parents of a few new leaves, merged pair by pair in Python: a followed run
+        adds a handful of leaves per read, where the dozen numpy calls per level of the
+        vectorised merge cost about 10x more than the few merges themselves."""
+        nodes = self._nodes
+        while level > 1:
+            parent_level = level // 2
+            low = parent_level + (first - level) // 2
+            high = parent_level + -(-count // 2)
+            children = nodes[2 * low : 2 * high].tolist()
+            if 2 * high > level + count:  # the last parent has no right child
+                children[-1] = [-1, -1, -1, -1]
+            nodes[low:high] = [
+                _merged_pair(values, left, right)
+                for left, right in zip(children[::2], children[1::2], strict=True)
+            ]
+            first, count, level = low, -(-count // 2), parent_level
 
     def m4_indices(self, values: FloatArray, starts: IntArray, stops: IntArray) -> IntArray:
         """Sorted unique indices of the first, last, minimum and maximum finite value of each
@@ -216,6 +239,20 @@ def _merged(values: FloatArray, left: np.ndarray, right: np.ndarray) -> np.ndarr
     has_last = right[:, _LAST] >= 0
     merged[has_last, _LAST] = right[has_last, _LAST]
     return merged
+
+
+def _merged_pair(values: FloatArray, left: list[int], right: list[int]) -> list[int]:
+    """`_merged` of one pair of node rows, as lists."""
+    low, high, first, last = left
+    if right[_MIN] >= 0 and (low < 0 or values[right[_MIN]] < values[low]):
+        low = right[_MIN]
+    if right[_MAX] >= 0 and (high < 0 or values[right[_MAX]] > values[high]):
+        high = right[_MAX]
+    if first < 0:
+        first = right[_FIRST]
+    if right[_LAST] >= 0:
+        last = right[_LAST]
+    return [low, high, first, last]
 
 
 def _raw_rows(values: FloatArray, starts: IntArray, stops: IntArray) -> IntArray:

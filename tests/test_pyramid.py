@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ocms_tui.downsample import EmaState, ema, ema_extend, m4, pixel_columns
-from ocms_tui.pyramid import MinMaxPyramid
+from ocms_tui.pyramid import FEW_NEW_LEAVES, MinMaxPyramid
 from ocms_tui.series import SeriesStore
 
 
@@ -100,6 +100,31 @@ def test_a_pyramid_grown_block_by_block_answers_as_one_built_at_once() -> None:
         assert np.array_equal(
             built.m4_indices(values, starts, stops), brute_force_m4(values, starts, stops)
         )
+
+
+def used_nodes(pyramid: MinMaxPyramid) -> list[list[list[int]]]:
+    """The node rows in use, level by level from the leaves (the heap's room is garbage)."""
+    levels, level, count = [], pyramid._capacity, pyramid._leaves
+    while level >= 1 and count:
+        levels.append(pyramid._nodes[level : level + count].tolist())
+        level, count = level // 2, -(-count // 2)
+    return levels
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_few_new_leaves_merged_in_python_equal_the_vectorised_merge(seed: int) -> None:
+    """A followed run adds a few leaves per read (the Python merge); a load adds many (the
+    numpy one): every node either way is the same."""
+    rng = np.random.default_rng(seed)
+    block = int(rng.choice([1, 4, 64]))
+    values = hostile_values(rng, block * int(rng.integers(200, 900)) + 5)
+    grown, seen = MinMaxPyramid(block=block), 0
+    while seen < values.size:
+        seen = min(values.size, seen + block * int(rng.integers(0, FEW_NEW_LEAVES + 2)) + 1)
+        grown.extend(values[:seen])
+    built = MinMaxPyramid(block=block)
+    built.extend(values)
+    assert used_nodes(grown) == used_nodes(built)
 
 
 @pytest.mark.parametrize(
