@@ -49,6 +49,11 @@ DEFAULT_POLL_SECONDS = 1.0
 # a stream of writes becomes ~40 batches a second, while the first write after a quiet
 # spell is still marked at once (well under the session's FOLLOW_SECONDS).
 COALESCE_SECONDS = 0.025
+# While marks wait to be taken, the reader reads those files anyway, and `take()` reads the
+# kernel's queue itself: the thread need not wake for a stream's further writes until then
+# (at 6,000 writes/s, ~4 reads a second instead of ~40). Bounded so that the kernel's queue
+# (16,384 events by default) cannot fill meanwhile.
+PENDING_WAIT_SECONDS = 0.25
 
 # Filesystems where inotify sees only local writes, not a training job on another node.
 NETWORK_FILESYSTEMS = frozenset(
@@ -93,6 +98,11 @@ class DirtySet:
             self._signal.set()
         if self.on_mark is not None:
             self.on_mark()
+
+    @property
+    def pending(self) -> bool:
+        """Something is marked and not yet taken."""
+        return bool(self._names)
 
     def take(self) -> frozenset[str]:
         """Everything marked since the last call (empty when nothing changed)."""
@@ -202,10 +212,11 @@ class InotifyWatcher(Watcher):
     The thread sleeps in poll(2) until the kernel has an event, reads everything queued in
     one go, marks the names, then pauses `coalesce_seconds` so that a writer's next events
     pile up in the kernel's queue (which merges identical consecutive ones) and are read
-    together: the first write after a quiet spell is marked at once, and a run writing 6,000
-    times a second costs ~40 reads a second, not 6,000 Python callbacks (watchdog's observer
-    ran five threads here and built an event object per write: 18% of a core against 0.4%,
-    bench_follow's watcher row).
+    together; while its marks wait to be taken it rests longer (PENDING_WAIT_SECONDS), and
+    `take()` reads what is queued itself. The first write after a quiet spell is marked at
+    once, and a run writing 6,000 times a second costs a few reads a second, not 6,000
+    Python callbacks (watchdog's observer ran five threads here and built an event object per
+    write: 18% of a core against 0.4%, bench_follow's watcher row).
     """
 
     def __init__(
@@ -220,12 +231,25 @@ class InotifyWatcher(Watcher):
         self._paths_of_watch: dict[int, tuple[str, ...]] = {}
         self._directory_watch: int | None = None
         self._stopping = threading.Event()
+        self._taken = threading.Event()  # set by take() (and stop()): the thread may read on
         self._wake_reader, self._wake_writer = -1, -1
         self._thread: threading.Thread | None = None
 
     @property
     def description(self) -> str:
         return "inotify"
+
+    def take(self) -> frozenset[str]:
+        """Everything marked, the events still queued in the kernel included: the thread may
+        be resting while earlier marks wait (PENDING_WAIT_SECONDS)."""
+        with self._lock:
+            inotify = self._inotify if self._thread is not None else None
+            events = inotify.read_queued() if inotify is not None else b""
+        if events:
+            self._handle(events)
+        names = self.dirty.take()
+        self._taken.set()
+        return names
 
     def start(self) -> None:
         inotify = _Inotify()
@@ -248,6 +272,7 @@ class InotifyWatcher(Watcher):
         if thread is None:
             return
         self._stopping.set()
+        self._taken.set()
         os.write(self._wake_writer, b"!")
         thread.join()
         with self._lock:
@@ -270,12 +295,18 @@ class InotifyWatcher(Watcher):
             poller.poll()
             if self._stopping.is_set():
                 return
+            self._taken.clear()
             events = inotify.read_queued()
             self._handle(events)
             # Coalesce: what the writer does meanwhile waits in the kernel's queue; unless
             # the queue was filling up, where a pause would make the kernel drop events.
-            pause = self.coalesce_seconds if len(events) < _BUSY_BYTES else 0.0
-            if self._stopping.wait(pause):
+            if len(events) >= _BUSY_BYTES:
+                continue
+            if self.dirty.pending:
+                self._taken.wait(PENDING_WAIT_SECONDS)
+            elif self._stopping.wait(self.coalesce_seconds):
+                return
+            if self._stopping.is_set():
                 return
 
     def _handle(self, events: bytes) -> None:
