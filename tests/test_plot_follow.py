@@ -184,6 +184,51 @@ async def test_the_plot_is_painted_as_textual_paints_its_text(tmp_path: Path) ->
                 assert [list(strip) for strip in painted] == [list(strip) for strip in expected]
 
 
+async def test_a_plot_goes_to_the_screen_as_textuals_styles_cache_gives_it(
+    tmp_path: Path,
+) -> None:
+    """ChartPlot.render_lines skips Textual's per-line styling (and the ANSI filter, for
+    truecolor styles): what it gives is strip for strip what Textual's own render_lines
+    gives, whole and cropped, in themes of truecolor and of ANSI colours, and with a border
+    (which goes Textual's way)."""
+    from textual.geometry import Region
+    from textual.widget import Widget
+
+    write_layout(tmp_path, {"loss": ["loss", "eval_loss"], "lr": ["lr"]})
+    rows = [f"{step},{_value(step)!r},{step * 0.5!r}" for step in range(3000)]
+    append_rows(tmp_path / "loss.csv", rows)
+    append_rows(tmp_path / "lr.csv", [f"{step},{1 / (step + 1)!r}" for step in range(3000)])
+    app = OcmsApp(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_text(pilot, "step 2,999 · 3,000 rows")
+        skipped_filter = kept_filter = 0
+        for theme, border in (
+            ("textual-dark", None),
+            ("textual-light", None),
+            ("ansi-dark", None),
+            ("textual-dark", ("round", "red")),
+        ):
+            app.theme = theme
+            for panel in app.query(ChartPanel):
+                panel.plot.styles.border = border or ("none", "red")
+            await pilot.pause()
+            for panel in app.query(ChartPanel):
+                plot = panel.plot
+                width, height = plot.size
+                for crop in (
+                    Region(0, 0, width, height),
+                    Region(3, 1, width - 5, height // 2),
+                ):
+                    painted = [list(strip) for strip in plot.render_lines(crop)]
+                    plot._styles_cache.clear()
+                    assert painted == [list(strip) for strip in Widget.render_lines(plot, crop)]
+                if plot._cell_styles.truecolor:
+                    skipped_filter += 1
+                else:
+                    kept_filter += 1
+        assert skipped_filter and kept_filter  # both ways were taken
+
+
 async def test_a_plot_not_on_screen_is_not_built_until_shown(tmp_path: Path) -> None:
     """With one chart maximised, new rows build only the shown chart's plot; the others are
     built when the grid shows them again, with the rows that arrived meanwhile."""

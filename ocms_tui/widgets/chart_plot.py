@@ -19,13 +19,13 @@ from rich.style import Style
 from rich.text import Text
 from textual.app import RenderResult
 from textual.content import Content
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.style import Style as VisualStyle
 from textual_plotext import PlotextPlot
 
 from ocms_tui.plotting import ChartCanvas, Picture, Plan, PlotRequest, Series
-from ocms_tui.widgets.text_strips import refresh_lines
+from ocms_tui.widgets.text_strips import needs_no_ansi_filter, plain_lines, refresh_lines
 
 SeriesSource = Callable[[], tuple[list[Series], bool, tuple[float, float] | None]]
 """Returns (series, log_y, x_range) when the plot is built, so unseen plots cost nothing."""
@@ -70,6 +70,9 @@ class _CellStyles:
         self._combined: dict[str, VisualStyle] = {}
         self._placed: dict[tuple[str, int, int], Style] = {}
         self._base: VisualStyle | None = None
+        self.truecolor = True
+        """Every style made since the widget style last changed is one Textual's ANSI
+        filter would leave as it is (see `plain_lines`)."""
 
     def _style(self, code: str, x: int, y: int) -> Style:
         key = (code, x, y)
@@ -84,6 +87,7 @@ class _CellStyles:
             if len(self._placed) >= _MAX_PLACED_STYLES:
                 self._placed.clear()
             found = self._placed[key] = combined.rich_style_with_offset(x, y)
+            self.truecolor = self.truecolor and needs_no_ansi_filter(found)
         return found
 
     def strips(
@@ -101,6 +105,7 @@ class _CellStyles:
             self._base = base
             self._combined.clear()
             self._placed.clear()
+            self.truecolor = needs_no_ansi_filter(base.rich_style)
             kept = None
         width, height = widget.size
         lines = []
@@ -251,19 +256,34 @@ class ChartPlot(PlotextPlot):
             return picture_text(self._picture)
         return self._rendered
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """A picture's lines go to the screen as they are made (see `plain_lines`); the
+        empty text, or a plot given a border or padding, goes Textual's own way."""
+        self._ensure_built()
+        if self._picture is not None:
+            self._picture_strips()  # made first: they decide `truecolor`
+            lines = plain_lines(self, crop, self.render_line, self._cell_styles.truecolor)
+            if lines is not None:
+                return lines
+        return super().render_lines(crop)
+
     def render_line(self, y: int) -> Strip:
         """A picture is painted from strips made straight from plotext's matrix; the empty
         text goes Textual's own way."""
         self._ensure_built()
         if self._picture is None:
             return super().render_line(y)
+        strips = self._picture_strips()
+        if y < len(strips):
+            return strips[y]
+        return Strip.blank(self.size.width, self.visual_style.rich_style)
+
+    def _picture_strips(self) -> list[Strip]:
+        assert self._picture is not None
         style = self.visual_style
         if self._strips is None or self._strips[0] != style:  # new colours: made again
             self._strips = (style, self._cell_styles.strips(self, self._picture))
-        strips = self._strips[1]
-        if y < len(strips):
-            return strips[y]
-        return Strip.blank(self.size.width, style.rich_style)
+        return self._strips[1]
 
     def _ensure_built(self) -> None:
         width, height = self.size
