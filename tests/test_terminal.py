@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import random
 import time
 from pathlib import Path
 
+from app_support import append_rows, write_layout
 from terminal_support import Terminal, installed_command
 
 from ocms_tui.demo import write_demo_run
@@ -91,3 +93,53 @@ def test_escape_reaches_the_app_at_its_delay_not_at_textuals_next_poll(tmp_path:
     assert terminal.exit_code() == 0
     delay = sorted(by_escape)[1] - sorted(by_enter)[1]
     assert delay < 0.065, (by_escape, by_enter)
+
+
+def _settled_text(terminal: Terminal, quiet: float = 0.6, timeout: float = 10.0) -> str:
+    """The screen once the app has written nothing for `quiet` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        before = bytes(terminal.output)
+        terminal.pump(quiet)
+        if bytes(terminal.output) == before:
+            break
+    return terminal.text()
+
+
+def test_partial_repaints_leave_no_stale_cell_on_the_terminal(tmp_path: Path) -> None:
+    """What reached the terminal after rows arrive (a read repaints only the legend's lines
+    that changed, and nothing of a plot whose pixels stayed) is what a full repaint and a
+    fresh start show. The hidden series' max, right-aligned in the legend's last column
+    beside the border, changes by one digit while no pixel does: that line alone is painted
+    (Textual places a line's repaint region from the content's corner: one from the outer
+    corner would leave that digit stale)."""
+    directory = tmp_path / "ocms_metrics"
+    directory.mkdir()
+    write_layout(directory, {"loss": ["loss", "eval_loss"]})
+    rng = random.Random(5)
+    rows = [f"{step},{1 + rng.random():.5f},{2.5 + rng.random() / 10:.5f}" for step in range(20000)]
+    rows[0] = "0,1.5,2.91"  # the max of eval_loss
+    append_rows(directory / "loss.csv", rows)
+    size = (80, 24)
+    followed = Terminal([installed_command(), str(directory)], size=size)
+    followed.wait_for("step 19,999 · 20,000 rows", "eval_loss")
+    followed.press(b"2")  # eval_loss hidden: its new max moves no pixel
+    _settled_text(followed)
+    append_rows(directory / "loss.csv", ["20000,1.5,2.5"])  # grows the x axis
+    followed.wait_for("step 20,000 · 20,001 rows")
+    _settled_text(followed)
+    # Under that axis, loss inside its last column's range: the same pixels.
+    append_rows(directory / "loss.csv", ["20001,1.5,2.92"])
+    followed.wait_for("step 20,001 · 20,002 rows")
+    shown = _settled_text(followed).splitlines()[1:]  # the status line ticks: left out
+    followed.press(b"l")
+    followed.wait_for("· log")
+    followed.press(b"l")
+    followed.wait_for("· linear")
+    assert _settled_text(followed).splitlines()[1:] == shown, "a full repaint differs"
+    legend = [line for line in shown if "━ " in line]
+    assert any(line.rstrip(" │").endswith("2.92") for line in legend if "eval_loss" in line), (
+        "\n".join(shown)
+    )
+    followed.press(b"q")
+    assert followed.exit_code() == 0

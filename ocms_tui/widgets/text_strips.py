@@ -113,10 +113,10 @@ def _runs(length: int, style: object, spans: tuple[Span, ...]) -> list[Run]:
 
 
 def refresh_lines(widget: Widget, lines: Collection[int]) -> None:
-    """Repaint only these lines of `widget`, each across its whole width: Textual places a
-    repaint region from the widget's outer corner, so a content-wide region would leave out
-    a padded widget's last columns."""
-    width = widget.outer_size.width
+    """Repaint only these lines of `widget`, each across its content (Textual places a
+    repaint region from the content's corner: tests/test_terminal.py reads a padded legend's
+    last column back from a real terminal after a repaint of its line alone)."""
+    width = widget.size.width
     widget.refresh(*(Region(0, y, width, 1) for y in lines))
 
 
