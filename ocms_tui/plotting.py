@@ -528,7 +528,6 @@ class ChartCanvas:
             return cached[2]
         # plotext's own arithmetic: its helpers, or the numpy ones proven equal to them.
         faster = plotext_speedups
-        request = plan.request
         if plan.plotext_log:  # plotext's log10, value by value (numpy's may differ by an ulp)
             values = [np.array(plotext_utility.log(line.values)) for line in plan.lines]
         else:
@@ -548,14 +547,7 @@ class ChartCanvas:
             x, y, _ = faster.line_pixels(x, y)
             lit.append((line.marker, line.color, _lit_pixels(x, y, width, height)))
         key = (
-            request.width,
-            request.height,
-            request.theme,
-            request.log_y,
-            plan.plotext_log,
-            tuple(plan.extent),
-            plan.x_ticks,
-            plan.y_ticks,
+            *_frame(plan),
             tuple(y_limits),
             canvas_columns,
             self._canvas_rows,

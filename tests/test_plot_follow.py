@@ -160,15 +160,20 @@ async def test_a_followed_run_builds_when_a_row_changes_the_plot_and_only_then(
         assert plot.drawn_through == ROWS + 4
 
 
+def _write_two_charts(directory: Path) -> None:
+    """A finished run of two charts (three series) of 3,000 rows."""
+    write_layout(directory, {"loss": ["loss", "eval_loss"], "lr": ["lr"]})
+    rows = [f"{step},{_value(step)!r},{step * 0.5!r}" for step in range(3000)]
+    append_rows(directory / "loss.csv", rows)
+    append_rows(directory / "lr.csv", [f"{step},{1 / (step + 1)!r}" for step in range(3000)])
+
+
 async def test_the_plot_is_painted_as_textual_paints_its_text(tmp_path: Path) -> None:
     """The strips made from plotext's matrix are, segment for segment and style for style
     (offsets included), those Textual makes of the picture's text, in every theme."""
     from textual.visual import Visual, visualize
 
-    write_layout(tmp_path, {"loss": ["loss", "eval_loss"], "lr": ["lr"]})
-    rows = [f"{step},{_value(step)!r},{step * 0.5!r}" for step in range(3000)]
-    append_rows(tmp_path / "loss.csv", rows)
-    append_rows(tmp_path / "lr.csv", [f"{step},{1 / (step + 1)!r}" for step in range(3000)])
+    _write_two_charts(tmp_path)
     app = OcmsApp(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for_text(pilot, "step 2,999 · 3,000 rows")
@@ -194,10 +199,7 @@ async def test_a_plot_goes_to_the_screen_as_textuals_styles_cache_gives_it(
     from textual.geometry import Region
     from textual.widget import Widget
 
-    write_layout(tmp_path, {"loss": ["loss", "eval_loss"], "lr": ["lr"]})
-    rows = [f"{step},{_value(step)!r},{step * 0.5!r}" for step in range(3000)]
-    append_rows(tmp_path / "loss.csv", rows)
-    append_rows(tmp_path / "lr.csv", [f"{step},{1 / (step + 1)!r}" for step in range(3000)])
+    _write_two_charts(tmp_path)
     app = OcmsApp(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for_text(pilot, "step 2,999 · 3,000 rows")
