@@ -72,9 +72,12 @@ async def _screen(
     keys: str | Sequence[str],
     size: tuple[int, int] = SIZE,
     events: Sequence[Callable[[], None]] = (),
+    settle_between: bool = True,
+    keys_after: Sequence[str] = (),
 ) -> list[str]:
     """Start the dashboard, press `keys`, then let each event change the files (the app
-    following them in between), then the probe; the screen when all is settled."""
+    following them in between: settled, or `settle_between=False` only 0.3 s), press
+    `keys_after`, then the probe; the screen when all is settled."""
     app = OcmsApp(directory)
     app.animation_level = "none"
     async with app.run_test(size=size) as pilot:
@@ -82,9 +85,12 @@ async def _screen(
         for key in keys:
             await pilot.press(key)
         for event in events:
-            await _settled_screen(app, pilot)
+            if settle_between:
+                await _settled_screen(app, pilot)
             event()
             await pilot.pause(0.3)
+        for key in keys_after:
+            await pilot.press(key)
         await _settled_screen(app, pilot)
         before = _contents(directory)
         _probe(directory)
@@ -388,22 +394,8 @@ async def test_files_changed_while_a_series_is_hidden_or_the_run_paused(
     ]
     if keys == ["space"]:
         events.append(lambda: None)  # the last event's files shown before space is pressed
-    live_app = OcmsApp(tmp_path)
-    live_app.animation_level = "none"
-    async with live_app.run_test(size=SIZE) as pilot:
-        await live_app.settle()
-        for key in keys:
-            await pilot.press(key)
-        for event in events:
-            event()
-            await pilot.pause(0.3)
-        if keys == ["space"]:
-            await pilot.press("space")
-        await _settled_screen(live_app, pilot)
-        before = _contents(tmp_path)
-        _probe(tmp_path)
-        live = await _settled_screen(live_app, pilot)
-    _restore(tmp_path, before)
+    resume = ["space"] if keys == ["space"] else []
+    live = await _screen(tmp_path, keys, events=events, settle_between=False, keys_after=resume)
     _assert_same(live, await _screen(tmp_path, fresh_keys))
 
 

@@ -312,6 +312,26 @@ def test_log_view_is_its_linear_view_until_a_value_is_not_positive(
         )
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_a_linear_view_counts_its_positive_rows_once_as_it_grows(seed: int) -> None:
+    """`positive_rows` is the length of the leading run of values none <= 0 (gaps count as
+    positive), for every prefix a growing series has had; the rows it knew are not looked
+    at again (a value changed behind them is not seen: they only ever grow)."""
+    from ocms_tui.series import ShownSeries
+
+    rng = np.random.default_rng(seed)
+    values = np.abs(hostile_values(rng, 5000, huge=False)) + 0.5
+    turn = int(rng.integers(100, 5000))
+    values[turn] = float(rng.choice([0.0, -1.0, -np.inf]))
+    view, seen = ShownSeries(0.0, False), 0
+    while seen < values.size:
+        seen = min(values.size, seen + int(rng.integers(1, 700)))
+        assert view.positive_rows(values[:seen]) == min(seen, turn)
+    grown = values.copy()
+    grown[: min(turn, 10)] = -1.0  # behind what is known: never looked at again
+    assert view.positive_rows(grown) == turn
+
+
 def test_toggling_the_log_axis_keeps_the_smoothing_it_is_made_from() -> None:
     from ocms_tui.parse import ParsedRows
 
