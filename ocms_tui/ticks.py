@@ -37,11 +37,19 @@ def _ticks_every(low: float, high: float, step: float) -> list[float]:
     first = math.ceil(low / step) * step
     # Rounded to the step's own digits: 0.1 * 3 is 0.30000000000000004, not a round label.
     digits = max(0, 2 - math.floor(math.log10(step)))
+    # Up to a rounding past the end relative to the step: a tick that falls on `high` but
+    # computes a hair short of it is kept (0.2 * 5 for 1.0) ...
     ticks = []
     for index in range(max(0, math.floor((high - first) / step + 1e-9) + 1)):
         tick = round(first + index * step, digits)
         ticks.append(0.0 if tick == 0 else tick)  # no "-0"
-    return ticks
+    # ... but not one past it by more than a rounding of the ends themselves: over a span of
+    # 1e12 ending at -494, 1e-9 of the step would let a tick at 0 in.
+    return [
+        tick
+        for tick in ticks
+        if low - abs(low) * 1e-9 - 1e-12 <= tick <= high + abs(high) * 1e-9 + 1e-12
+    ]
 
 
 def log_ticks(low: float, high: float, count: int = 5) -> list[float]:
