@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from app_support import append_rows, screen_lines, write_layout
@@ -401,18 +402,19 @@ async def test_files_changed_while_a_series_is_hidden_or_the_run_paused(
 
 # -- a key held down on a 1,000,000-row chart ------------------------------------------------
 
-HELD_SECONDS = 1.0  # a burst of presses answered (title and plot) within this
+PLANS_PER_BURST = 2  # a burst of presses is planned for its last view (and at most once more)
 
 
 @pytest.mark.parametrize(
     ("key", "presses", "title"), [("s", 50, "ema 0.9 · linear"), ("l", 51, "ema off · log")]
 )
-async def test_fifty_presses_at_once_on_a_million_rows_are_answered_within_a_second(
-    tmp_path: Path, key: str, presses: int, title: str
+async def test_fifty_presses_at_once_on_a_million_rows_are_drawn_once_for_the_last_view(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, key: str, presses: int, title: str
 ) -> None:
     """A held key (or a terminal handing 50 presses over in one read, as tmux does after a
     stall): the app used to smooth every series again for each press, one after the other,
-    before showing anything: 8 s at 6 x 1M in tmux. Only the last view needs drawing."""
+    before showing anything: 8 s at 6 x 1M in tmux. Only the last view needs planning. The
+    plans are counted, not timed: a busy CI machine took 1.02 s where this one takes 0.12."""
     from test_keys_large import noisy_run
     from textual import events
 
@@ -425,6 +427,15 @@ async def test_fifty_presses_at_once_on_a_million_rows_are_answered_within_a_sec
         (panel, *_) = app.grid.panels
         panel.focus()
         await pilot.pause()
+        plans = 0
+        plan = panel.plot._plan
+
+        def counted_plan(*args: Any, **kwargs: Any) -> Any:
+            nonlocal plans
+            plans += 1
+            return plan(*args, **kwargs)
+
+        monkeypatch.setattr(panel.plot, "_plan", counted_plan)
         started = time.monotonic()
         for _ in range(presses):
             app.post_message(events.Key(key, key))
@@ -432,5 +443,5 @@ async def test_fifty_presses_at_once_on_a_million_rows_are_answered_within_a_sec
             assert time.monotonic() - started < 30, "the presses were never answered"
             await pilot.pause(0.01)
         took = time.monotonic() - started
-    print(f"\n{presses} x {key} at 1,000,000 rows answered after {took:.2f} s")
-    assert took < HELD_SECONDS
+    print(f"\n{presses} x {key} at 1,000,000 rows: {plans} plans, answered after {took:.2f} s")
+    assert 1 <= plans <= PLANS_PER_BURST
