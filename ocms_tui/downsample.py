@@ -163,9 +163,10 @@ def _m4_pyramid(
         # Grown: a column's first row depends only on the rows up to it, so the columns
         # before the last one kept start where they did; only the rest is searched (a
         # search of every column's edge was half the M4 of a followed 1,000,000-row series).
-        resume = int(memo.starts[-1]) if memo.starts.size else start
+        # A kept memo has a column at least: it was made from more than 4 x width rows.
+        resume = int(memo.starts[-1])
         tail = resume + _column_starts(xs[resume:stop], lo, hi, width)
-        starts = np.concatenate((memo.starts[:-1], tail)) if memo.starts.size else tail
+        starts = np.concatenate((memo.starts[:-1], tail))
     else:
         starts = start + _column_starts(xs[start:stop], lo, hi, width)
     stops = np.append(starts[1:], stop)

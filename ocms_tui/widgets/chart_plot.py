@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection
+from functools import partial
 
 from rich.segment import Segment
 from rich.style import Style
@@ -261,8 +262,9 @@ class ChartPlot(PlotextPlot):
         empty text, or a plot given a border or padding, goes Textual's own way."""
         self._ensure_built()
         if self._picture is not None:
-            self._picture_strips()  # made first: they decide `truecolor`
-            lines = plain_lines(self, crop, self.render_line, self._cell_styles.truecolor)
+            strips = self._picture_strips()  # made first: they decide `truecolor`
+            line = partial(self._line_of, strips)
+            lines = plain_lines(self, crop, line, self._cell_styles.truecolor)
             if lines is not None:
                 return lines
         return super().render_lines(crop)
@@ -273,7 +275,10 @@ class ChartPlot(PlotextPlot):
         self._ensure_built()
         if self._picture is None:
             return super().render_line(y)
-        strips = self._picture_strips()
+        return self._line_of(self._picture_strips(), y)
+
+    def _line_of(self, strips: list[Strip], y: int) -> Strip:
+        """Line `y` of a picture's strips; a blank line below the picture."""
         if y < len(strips):
             return strips[y]
         return Strip.blank(self.size.width, self.visual_style.rich_style)
