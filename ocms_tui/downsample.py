@@ -58,6 +58,7 @@ def m4(
     pyramid: MinMaxPyramid | None = None,
     rows: tuple[int, int] | None = None,
     memo: M4Memo | None = None,
+    shared_columns: SharedColumns | None = None,
 ) -> tuple[np.ndarray, FloatArray]:
     """Reduce (x, y) to at most four points per pixel column, keeping the drawn picture.
 
@@ -73,6 +74,8 @@ def m4(
     x and y (one pass of a restarted run) without losing the pyramid's indexing. A `memo`
     (with a pyramid) keeps each column's points: the next call for the same series, grown,
     reduces only the columns whose rows changed (while a run is followed: the last).
+    `shared_columns`, one dict for the series of one picture, lets the series that share
+    their steps (a chart's columns) find their pixel columns once, with the pyramid.
     Returns new arrays (or the inputs, when there is nothing to drop); `x` keeps its dtype.
     """
     xs = np.asarray(x)
@@ -85,7 +88,9 @@ def m4(
         start = first + int(_search(xs[first:last], x_range[0], side="left"))
         stop = first + int(_search(xs[first:last], x_range[1], side="right"))
         if pyramid is not None and stop - start > 4 * width and width >= 1:
-            return _m4_pyramid(xs, ys, start, stop, x_range, width, pyramid, memo)
+            # Columns are shared by the steps' address: only for steps the caller holds.
+            shared = shared_columns if xs is x else None
+            return _m4_pyramid(xs, ys, start, stop, x_range, width, pyramid, memo, shared)
         xs, ys = xs[start:stop], ys[start:stop]
     elif rows is not None:
         xs, ys = xs[first:last], ys[first:last]
@@ -142,6 +147,7 @@ def _m4_pyramid(
     width: int,
     pyramid: MinMaxPyramid,
     memo: M4Memo | None = None,
+    shared_columns: SharedColumns | None = None,
 ) -> tuple[np.ndarray, FloatArray]:
     """M4 of the sorted rows [start, stop) by the pyramid. Gap rows stay in the columns'
     index ranges: the pyramid never picks them, so the columns match those of the finite
@@ -165,10 +171,10 @@ def _m4_pyramid(
         # search of every column's edge was half the M4 of a followed 1,000,000-row series).
         # A kept memo has a column at least: it was made from more than 4 x width rows.
         resume = int(memo.starts[-1])
-        tail = resume + _column_starts(xs[resume:stop], lo, hi, width)
+        tail = _columns_from(xs, resume, stop, lo, hi, width, shared_columns)
         starts = np.concatenate((memo.starts[:-1], tail))
     else:
-        starts = start + _column_starts(xs[start:stop], lo, hi, width)
+        starts = _columns_from(xs, start, stop, lo, hi, width, shared_columns)
     stops = np.append(starts[1:], stop)
     same = 0
     if kept and memo is not None:
@@ -185,6 +191,34 @@ def _m4_pyramid(
         memo.rows = (start, stop)
         memo.columns_reduced += starts.size - same
     return xs[index], ys[index]
+
+
+# The first row of every pixel column of some sorted rows, by where those rows lie in memory
+# (their steps' data address and stride), the rows and the columns.
+SharedColumns = dict[tuple[int, int, int, int, float, float, int], npt.NDArray[np.int64]]
+
+
+def _columns_from(
+    xs: np.ndarray,
+    start: int,
+    stop: int,
+    lo: float,
+    hi: float,
+    width: int,
+    shared: SharedColumns | None,
+) -> npt.NDArray[np.int64]:
+    """Index of the first row of every non-empty pixel column of the sorted rows
+    [start, stop) of `xs`. The four series of a chart have the same steps: their columns are
+    the same, and searching a 1,000,000-row series' column edges is a fifth of its M4. Keyed
+    by address, valid while the arrays live: `shared` lives for one picture, whose series
+    hold their steps, and rows in place are never rewritten (a store only appends)."""
+    if shared is None:
+        return start + _column_starts(xs[start:stop], lo, hi, width)
+    key = (xs.ctypes.data, xs.strides[0], start, stop, lo, hi, width)
+    found = shared.get(key)
+    if found is None:
+        found = shared[key] = start + _column_starts(xs[start:stop], lo, hi, width)
+    return found
 
 
 def _m4_run(

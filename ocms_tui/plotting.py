@@ -18,7 +18,7 @@ import plotext._utility as plotext_utility
 
 from ocms_tui import plotext_speedups
 from ocms_tui.axis_range import YAxis, y_axis
-from ocms_tui.downsample import M4Memo, m4
+from ocms_tui.downsample import M4Memo, SharedColumns, m4
 from ocms_tui.pyramid import MinMaxPyramid
 from ocms_tui.ticks import log_ticks, nice_ticks, spaced_ticks, tick_count, tick_labels
 
@@ -414,6 +414,7 @@ class ChartCanvas:
             x_ticks = (tuple(ticks), tuple(tick_labels(ticks)))
         drawable: list[tuple[Series, np.ndarray, npt.NDArray[np.float64]]] = []
         memos: dict[tuple[int, int], dict[View, M4Memo]] = {}
+        shared_columns: SharedColumns = {}
         for line in series:
             memo = None
             if line.pyramid is not None and canvas_columns is not None:
@@ -432,6 +433,7 @@ class ChartCanvas:
                     pyramid=line.pyramid if line.steps_sorted else None,
                     rows=line.rows,
                     memo=memo,
+                    shared_columns=shared_columns,
                 )
             if values.size:
                 drawable.append((line, steps, values))

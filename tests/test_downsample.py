@@ -254,6 +254,31 @@ def test_m4_with_a_memo_gives_the_same_points_and_reduces_only_changed_columns(s
     assert memo.columns_reduced < calls * width / 4
 
 
+def test_series_sharing_their_steps_find_their_columns_once_and_others_do_not() -> None:
+    """One picture's series with the same steps array (a chart's four) search their pixel
+    columns once; other steps (another chart's, a copy, a list made into an array for the
+    call and freed after it, whose address the next one may reuse) search their own, and
+    every series gets the points it gets alone."""
+    rng = np.random.default_rng(12)
+    total, width = 50_000, 90
+    steps = np.cumsum(rng.integers(1, 3, total)).astype(np.int64)
+    shifted = steps + 7  # same length, other columns
+    x_range = (float(steps[0]), float(shifted[-1]))
+    shared: dict = {}  # type: ignore[type-arg]
+    calls = [(steps, 0), (steps, 1), (steps[:-10], 2), (shifted, 3), (steps.copy(), 4)]
+    calls += [(list(shifted), 5), (list(steps), 6)]
+    for x, seed in calls:
+        values = np.random.default_rng(seed).standard_normal(total)[: len(x)]
+        values[::97] = np.nan
+        got = m4(x, values, width, x_range, x_sorted=True, pyramid=MinMaxPyramid(),
+                 shared_columns=shared)  # fmt: skip
+        want = m4(x, values, width, x_range, x_sorted=True, pyramid=MinMaxPyramid())
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1], equal_nan=True)
+    # steps and steps[:-10] share an address and differ in their rows: two entries; shifted
+    # and the copy one each; the lists none.
+    assert len(shared) == 4
+
+
 def test_m4_of_a_view_shown_again_reduces_no_column() -> None:
     """The same rows, range and width again (a key back to a view, a view made ahead): the
     memo's points, no column asked of the pyramid; rows added past the range change none."""
