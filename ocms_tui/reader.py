@@ -145,15 +145,35 @@ def _up_to_last_newline(descriptor: int, offset: int, length: int) -> int:
     return length if newline < 0 else probe_start + newline + 1 - offset
 
 
+def _will_need(descriptor: int, starts: list[int], length: int) -> None:
+    """Ask the kernel for these byte ranges at once, before they are read one by one: on a
+    file not in the page cache (a run written days ago), the sample's few hundred reads
+    then wait for one batch of disk reads instead of a disk read each (6 x 1,000,000 rows
+    from a cold cache: first paint 0.85 s -> see the README). Only advice: any error is
+    ignored and the reads go on as they would."""
+    advise = getattr(os, "posix_fadvise", None)
+    if advise is None:
+        return
+    try:
+        for start in starts:
+            advise(descriptor, max(0, start - 1), length, os.POSIX_FADV_WILLNEED)
+    except OSError:
+        pass
+
+
 def _sample_lines(descriptor: int, size: int) -> bytes:
     """Whole lines from PREVIEW_BLOCKS evenly spaced windows of the file's `size` bytes, the
     last window ending at the file's end, in file order and without overlap. A window's cut
     first line and its unfinished last line are left out, so every line kept is a line of
     the file; a window without a complete line (one huge line) adds nothing."""
+    starts = [
+        max(0, size - PREVIEW_BLOCK_BYTES) * block // (PREVIEW_BLOCKS - 1)
+        for block in range(PREVIEW_BLOCKS)
+    ]
+    _will_need(descriptor, starts, PREVIEW_BLOCK_BYTES + 1)
     lines: list[bytes] = []
     previous_end = 0
-    for block in range(PREVIEW_BLOCKS):
-        start = max(0, size - PREVIEW_BLOCK_BYTES) * block // (PREVIEW_BLOCKS - 1)
+    for start in starts:
         start = max(start, previous_end)
         end = min(size, start + PREVIEW_BLOCK_BYTES)
         if start >= end:

@@ -365,3 +365,38 @@ async def test_a_session_started_before_the_app_hands_its_states_over(tmp_path: 
             assert "\n".join(lines).count(f"step {rows - 1:,} · {rows:,} rows") == 2
     finally:
         session.stop()
+
+
+def _sample(directory: Path) -> tuple[np.ndarray, np.ndarray]:
+    preview = _follower(directory).preview(LARGER_THAN)
+    assert preview is not None
+    return preview.rows.steps, preview.rows.columns[0]
+
+
+def test_the_sample_of_a_file_out_of_the_page_cache_is_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sample's windows are asked of the kernel at once (one batch of disk reads for a
+    run written long ago): the same rows from a file evicted from the page cache, on a
+    system without posix_fadvise (macOS), and when the advice fails."""
+    path = tmp_path / "loss.csv"
+    path.write_bytes(b"".join(_lines(200_000)))
+    warm = _sample(tmp_path)
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+        os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(descriptor)
+    samples = [_sample(tmp_path)]
+
+    def refused(*_: object) -> None:
+        raise OSError(29, "Illegal seek")
+
+    monkeypatch.setattr(os, "posix_fadvise", refused)
+    samples.append(_sample(tmp_path))
+    monkeypatch.delattr(os, "posix_fadvise")
+    samples.append(_sample(tmp_path))
+    for steps, values in samples:
+        assert np.array_equal(steps, warm[0]) and np.array_equal(values, warm[1])
+    _assert_rows_of_the_file(*warm)
