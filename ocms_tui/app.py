@@ -9,6 +9,7 @@ out, applies states and handles keys. Several runs are overlaid: one panel per c
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 import time
@@ -222,6 +223,7 @@ class OcmsApp(App[int]):
 
     def on_unmount(self) -> None:
         self.session.stop()
+        gc.unfreeze()  # an app run in a longer process (tests, a notebook) leaves its objects
 
     # -- showing the session's state ---------------------------------------------------
 
@@ -312,6 +314,7 @@ class OcmsApp(App[int]):
         focused = self.focused.name if isinstance(self.focused, ChartPanel) else None
         maximised = grid.maximised.name if grid.maximised else None
         grid.maximised = None
+        gc.unfreeze()  # the panels about to go (see _freeze_long_lived)
         await grid.remove_children(ChartPanel)
         if key is not self._shown_charts:
             return  # the structure changed again meanwhile; a later call shows it
@@ -336,6 +339,15 @@ class OcmsApp(App[int]):
             target.focus(scroll_visible=False)
         # The panels draw at the next refresh; then the session may read on.
         self.call_after_refresh(self.session.first_screen_shown)
+        self.call_after_refresh(self._freeze_long_lived)
+
+    def _freeze_long_lived(self) -> None:
+        """The objects made so far (the app, its panels, the modules) live until the charts
+        change: out of the cyclic collector's sight, its full collections scan about 16,000
+        objects instead of 120,000 and pause the UI for at most 7 ms instead of 40 ms (one
+        key press in ten at 6 x 1M met one; measured in process). `_show_charts` unfreezes
+        them before it removes panels, so that those can be collected."""
+        gc.freeze()
 
     def _grid_message(self, state: SessionState) -> Text | None:
         if state.charts:

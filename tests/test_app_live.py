@@ -3,6 +3,7 @@ both the model and what is on the screen follow."""
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from pathlib import Path
@@ -73,6 +74,27 @@ async def test_replaced_metrics_json_adds_a_chart(tmp_path: Path) -> None:
         await wait_for(pilot, lambda: len(app.query(ChartPanel)) == 2)
         await wait_for_text(pilot, "grad_norm", "step 2 · 3 rows", "1.75")
         assert [chart.name for chart in app.model.charts] == ["loss", "grad_norm"]
+
+
+async def test_the_shown_app_is_kept_out_of_full_collections_until_its_panels_change(
+    tmp_path: Path,
+) -> None:
+    """Once the charts are shown, the app's objects are frozen (gc.freeze): a full
+    collection, a pause of the UI, scans the few made since instead of all of them. A new
+    layout hands them back before its panels are removed, and the new ones are frozen in
+    their turn; an app that ended leaves nothing frozen."""
+    start_run(tmp_path)
+    app = OcmsApp(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_text(pilot, "step 9 · 10 rows")
+        await pilot.pause()
+        frozen = gc.get_freeze_count()
+        assert frozen > 2 * len(gc.get_objects())
+        write_layout(tmp_path, {"loss": ["loss", "eval_loss"], "grad_norm": ["grad_norm"]})
+        await wait_for(pilot, lambda: len(app.query(ChartPanel)) == 2)
+        await pilot.pause()
+        assert gc.get_freeze_count() > 2 * len(gc.get_objects())
+    assert gc.get_freeze_count() == 0
 
 
 async def test_directory_created_late_is_picked_up(tmp_path: Path) -> None:
