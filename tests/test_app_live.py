@@ -6,11 +6,12 @@ from __future__ import annotations
 import gc
 import threading
 import time
+import weakref
 from pathlib import Path
 
 from app_support import append_rows, screen_text, wait_for, wait_for_text, write_layout
 
-from ocms_tui.app import OcmsApp
+from ocms_tui.app import FREEZE_AFTER_SECONDS, OcmsApp
 from ocms_tui.demo import MARKUP_NAME, write_problem_run
 from ocms_tui.widgets.chart_panel import ChartPanel
 
@@ -81,19 +82,21 @@ async def test_the_shown_app_is_kept_out_of_full_collections_until_its_panels_ch
 ) -> None:
     """Once the charts are shown, the app's objects are frozen (gc.freeze): a full
     collection, a pause of the UI, scans the few made since instead of all of them. A new
-    layout hands them back before its panels are removed, and the new ones are frozen in
-    their turn; an app that ended leaves nothing frozen."""
+    layout hands them back before its panels are removed, the removed panels are freed and
+    the new ones frozen in their turn; an app that ended leaves nothing frozen."""
     start_run(tmp_path)
     app = OcmsApp(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for_text(pilot, "step 9 · 10 rows")
-        await pilot.pause()
-        frozen = gc.get_freeze_count()
-        assert frozen > 2 * len(gc.get_objects())
-        write_layout(tmp_path, {"loss": ["loss", "eval_loss"], "grad_norm": ["grad_norm"]})
-        await wait_for(pilot, lambda: len(app.query(ChartPanel)) == 2)
-        await pilot.pause()
+        await pilot.pause(FREEZE_AFTER_SECONDS + 0.2)
         assert gc.get_freeze_count() > 2 * len(gc.get_objects())
+        # Not found by query_one: the screen caches its answers (up to 1,024 of them).
+        replaced = weakref.ref(app.grid.panels[0])
+        write_layout(tmp_path, {"loss": ["loss", "eval_loss"], "grad_norm": ["grad_norm"]})
+        await wait_for(pilot, lambda: len(app.grid.panels) == 2)
+        await pilot.pause(FREEZE_AFTER_SECONDS + 0.2)
+        assert gc.get_freeze_count() > 2 * len(gc.get_objects())
+        assert replaced() is None  # freed, not frozen with the rest
     assert gc.get_freeze_count() == 0
 
 

@@ -250,6 +250,12 @@ class ChartPlot(PlotextPlot):
     def _theme(self) -> str:
         return self._get_plotext_theme_name(self.app.theme)
 
+    def on_unmount(self) -> None:
+        # PlotextPlot subscribes to theme changes with a callback that holds the plot, and
+        # never unsubscribes: every plot removed (a new layout, a restarted run) stayed in
+        # memory with its canvas and the series it drew until the next theme change.
+        self.app.theme_changed_signal.unsubscribe(self)
+
     def render(self) -> RenderResult:
         """The empty-text case (and any caller asking for the text): the picture as text."""
         self._ensure_built()
