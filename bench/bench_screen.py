@@ -45,6 +45,7 @@ import numpy as np
 from common import Row, Sizes, make_row, not_measured, process_cpu_seconds, seconds
 from data import RUN_CHARTS, Workspace, chart_rows, format_rows
 from ocms_recorder import chart_file_name
+from page_cache import CAN_EVICT, evict
 
 TERMINAL = (160, 48)
 STEP = re.compile(r"\bstep ([\d,]+)")
@@ -359,23 +360,6 @@ class _SizeResult:
     key_cpu: dict[str, list[float]] = field(default_factory=dict)  # UI-thread CPU per press
 
 
-# Without it (macOS) the start rows measure a run whose files are cached, and say so.
-CAN_EVICT = hasattr(os, "posix_fadvise")
-
-
-def _evict(directory: Path) -> None:
-    """Drop the run's files from the page cache (written to disk first: only clean pages go)."""
-    if not CAN_EVICT:
-        return
-    for path in directory.iterdir():
-        descriptor = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-            os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(descriptor)
-
-
 @dataclass
 class _Start:
     first_paint: float
@@ -385,7 +369,7 @@ class _Start:
 
 def _start(directory: Path, rows: int) -> _Start:
     """One launch on the run's files out of the page cache: first paint and whole load."""
-    _evict(directory)
+    evict(directory)
     screen = TmuxDashboard(directory)
     try:
         painted = screen.wait_for(_painted(rows), timeout=120)

@@ -8,10 +8,12 @@ problem at its line.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import re
 import threading
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -367,6 +369,16 @@ async def test_a_session_started_before_the_app_hands_its_states_over(tmp_path: 
         session.stop()
 
 
+def _page_cache() -> ModuleType:
+    """bench/page_cache.py, loaded by its path (the benchmarks are not a package)."""
+    path = Path(__file__).resolve().parent.parent / "bench" / "page_cache.py"
+    spec = importlib.util.spec_from_file_location("bench_page_cache", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _sample(directory: Path) -> tuple[np.ndarray, np.ndarray]:
     preview = _follower(directory).preview(LARGER_THAN)
     assert preview is not None
@@ -382,12 +394,7 @@ def test_the_sample_of_a_file_out_of_the_page_cache_is_the_same(
     path = tmp_path / "loss.csv"
     path.write_bytes(b"".join(_lines(200_000)))
     warm = _sample(tmp_path)
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-        os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(descriptor)
+    _page_cache().evict(path)
     samples = [_sample(tmp_path)]
 
     def refused(*_: object) -> None:
