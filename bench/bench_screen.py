@@ -37,7 +37,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -355,14 +354,6 @@ KEYS = (("s", "s (EMA)"), ("l", "l (log)"), ("]", "] (zoom)"), ("Right", "→ (f
         ("Enter", "⏎ (maximise)"), ("Escape", "esc (restore)"), ("0", "0 (zoom reset)"))  # fmt: skip
 
 
-def _move_focus(screen: TmuxDashboard, focus: int, panel: int) -> int:
-    """Move the focus from panel number `focus` to `panel` with ← and →."""
-    key = "Right" if panel > focus else "Left"
-    for _ in range(abs(panel - focus)):
-        _settle(screen, key)
-    return panel
-
-
 @dataclass
 class _SizeResult:
     first_paint: float  # with the run's files cached (see _start for the cold figure)
@@ -426,29 +417,19 @@ def _measure(directory: Path, rows: int, sizes: Sizes, live: bool) -> _SizeResul
         time.sleep(1.0)
         keys: dict[str, list[float]] = {label: [] for _, label in KEYS}
         key_cpu: dict[str, list[float]] = {label: [] for _, label in KEYS}
-        # s and l set the focused chart's view: counted per panel, to be undone.
-        view_presses: dict[int, Counter[str]] = defaultdict(Counter)
-        focus = 0
         for round_number in range(key_rounds):
             if round_number and round_number % FOCUS_STEPS == 0:
-                focus = _move_focus(screen, focus, 0)  # → moves on again
+                for _ in range(FOCUS_STEPS):  # back to the first panel: → moves on again
+                    _settle(screen, "Left")
             for key, label in KEYS:
                 cpu_before = screen.ui_cpu_seconds()
                 keys[label].append(_settle(screen, key))
                 key_cpu[label].append(screen.ui_cpu_seconds() - cpu_before)
-                if key in ("s", "l"):
-                    view_presses[focus][key] += 1
-                elif key == "Right":
-                    focus += 1
-        # Back to the view the run started with, in every chart pressed: EMA off (4
-        # levels), linear axis (the rows below were measured on smoothed charts before,
-        # where a one-row spike may move no pixel).
-        for panel, presses in sorted(view_presses.items()):
-            focus = _move_focus(screen, focus, panel)
-            for _ in range(-presses["s"] % 4):
-                _settle(screen, "s")
-            for _ in range(presses["l"] % 2):
-                _settle(screen, "l")
+        # Back to the view the run started with: EMA off (4 levels), linear axis.
+        for _ in range(-key_rounds % 4):
+            _settle(screen, "s")
+        for _ in range(key_rounds % 2):
+            _settle(screen, "l")
         cpu_before, wall_before = screen.cpu_seconds(), time.monotonic()
         time.sleep(window)
         idle_cpu = (screen.cpu_seconds() - cpu_before) / (time.monotonic() - wall_before)
