@@ -347,8 +347,6 @@ def _settle(screen: TmuxDashboard, key: str) -> float:
     return last_change - pressed
 
 
-# → moves the focus one panel on: of the run's 6 panels, the last has none after it.
-FOCUS_STEPS = len(RUN_CHARTS) - 1
 # Keys a person presses while looking at charts: each changes every panel or the layout.
 KEYS = (("s", "s (EMA)"), ("l", "l (log)"), ("]", "] (zoom)"), ("Right", "→ (focus)"),
         ("Enter", "⏎ (maximise)"), ("Escape", "esc (restore)"), ("0", "0 (zoom reset)"))  # fmt: skip
@@ -417,10 +415,7 @@ def _measure(directory: Path, rows: int, sizes: Sizes, live: bool) -> _SizeResul
         time.sleep(1.0)
         keys: dict[str, list[float]] = {label: [] for _, label in KEYS}
         key_cpu: dict[str, list[float]] = {label: [] for _, label in KEYS}
-        for round_number in range(key_rounds):
-            if round_number and round_number % FOCUS_STEPS == 0:
-                for _ in range(FOCUS_STEPS):  # back to the first panel: → moves on again
-                    _settle(screen, "Left")
+        for _ in range(key_rounds):
             for key, label in KEYS:
                 cpu_before = screen.ui_cpu_seconds()
                 keys[label].append(_settle(screen, key))
