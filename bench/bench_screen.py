@@ -325,18 +325,14 @@ def _settle(screen: TmuxDashboard, key: str) -> float:
     last change before SETTLED_AFTER seconds without one. A loaded machine may take a while
     to show the first change; up to FIRST_CHANGE_SECONDS are waited for it. The screen is
     read every 5 ms (tmux capture-pane): measured at 13% of a core for this process and its
-    tmux clients and 5% for the tmux server, on a 2-core machine it leaves the app its core.
-    A change is dated halfway between the last read without it and the first with it: a
-    read every ~10 ms (5 ms apart plus the capture itself) put a 15 ms answer at 10 or 20 ms,
-    which alone moved the 1M/1k ratio of a quick key by up to 0.6 from one run to the next."""
+    tmux clients and 5% for the tmux server, on a 2-core machine it leaves the app its core."""
     before = screen.capture().body
     pressed = screen.press(key)
-    last_change, last_body, read_before = None, before, pressed
+    last_change, last_body = None, before
     while True:
         sample = screen.capture()
         if sample.body != last_body:
-            last_change, last_body = (read_before + sample.at) / 2, sample.body
-        read_before = sample.at
+            last_change, last_body = sample.at, sample.body
         quiet_since = last_change if last_change is not None else pressed
         limit = SETTLED_AFTER if last_change is not None else FIRST_CHANGE_SECONDS
         if sample.at - quiet_since > limit or sample.at - pressed > 15:
@@ -404,7 +400,7 @@ def _median_start(starts: list[_Start]) -> _Start:
 
 def _measure(directory: Path, rows: int, sizes: Sizes, live: bool) -> _SizeResult:
     quick = sizes.name != "full"
-    key_rounds = 1 if sizes.is_tiny else 3 if quick else 9
+    key_rounds = 1 if sizes.is_tiny else 3 if quick else 5
     window = 1.0 if sizes.is_tiny else 6.0 if quick else 15.0
     fresh_seconds = 2.5 if sizes.is_tiny else 8.0 if quick else 20.0
     screen = TmuxDashboard(directory)
