@@ -77,13 +77,17 @@ MAX_PROBLEMS_PER_RULE_AND_FILE = 20
 
 @dataclass(frozen=True)
 class Problem:
-    """One finding. `path` is relative to the metrics directory; `line` is 1-based or None."""
+    """One finding. `path` is relative to the metrics directory; `line` is 1-based or None.
+    `chart`, `series` and `step` name where in the picture it is, when it has such a place."""
 
     rule: Rule
     path: str
     message: str
     line: int | None = None
     overflow: bool = False  # the "N more like this" line after a rule hit its cap
+    chart: str | None = None
+    series: str | None = None
+    step: int | None = None
 
     @property
     def severity(self) -> Severity:
@@ -97,13 +101,19 @@ class Problem:
         return (self.path, self.overflow, self.line or 0, self.rule.value)
 
     def as_dict(self) -> dict[str, object]:
-        return {
+        document: dict[str, object] = {
             "rule": self.rule.value,
             "severity": self.severity.value,
             "path": self.path,
             "line": self.line,
             "message": self.message,
         }
+        # Where in the picture, only where the problem has such a place.
+        for field in ("chart", "series", "step"):
+            value = getattr(self, field)
+            if value is not None:
+                document[field] = value
+        return document
 
 
 class ProblemCollector:
