@@ -15,8 +15,8 @@ from common import Row, Sizes, interleaved, make_row, ocms_tui_command, seconds
 from data import LOSS_CHART, RUN_CHARTS, Workspace
 from ocms_recorder import chart_file_name
 
-from ocms_tui.problems import Rule
-from ocms_tui.reader import CsvFollower
+from ocms_tui.follow.reader import CsvFollower
+from ocms_tui.format.problems import Rule
 
 SERIES = 4
 BAD_VALUE = b"oops"

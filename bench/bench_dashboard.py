@@ -26,8 +26,8 @@ from data import Workspace
 from rich.text import Text
 from textual_plotext.plot import Plot
 
-from ocms_tui.model import ChartData, RunModel
-from ocms_tui.plotting import ChartCanvas, Picture, PlotRequest, Series, series_color
+from ocms_tui.draw.plotting import ChartCanvas, Picture, PlotRequest, Series, series_color
+from ocms_tui.follow.model import ChartData, RunModel
 from ocms_tui.widgets.chart_plot import ChartPlot
 
 TERMINAL = (160, 48)
@@ -35,7 +35,7 @@ TERMINAL = (160, 48)
 
 def plot_sizes(directory: Path) -> list[tuple[int, int]]:
     """The plot area of every chart panel when the app shows `directory` at 160x48."""
-    from ocms_tui.app import OcmsApp
+    from ocms_tui.ui.app import OcmsApp
 
     async def measure() -> list[tuple[int, int]]:
         app = OcmsApp(directory, watch=False)
@@ -129,7 +129,7 @@ async def _first_paint(
 ) -> tuple[float, float | None]:
     """(seconds to the first paint with rows in every chart and the last step, `rows` - 1,
     in every legend; seconds until every row is loaded when `until_loaded`)."""
-    from ocms_tui.app import OcmsApp
+    from ocms_tui.ui.app import OcmsApp
 
     started = time.perf_counter()
     app = OcmsApp(directory)

@@ -32,8 +32,8 @@ from common import Row, Sizes, make_row, seconds, thread_cpu_seconds
 from data import LOSS_CHART, Workspace, chart_rows, format_rows
 from ocms_recorder import OcmsRecorder, chart_file_name
 
-from ocms_tui.demo import DemoCurves
-from ocms_tui.model import RunModel
+from ocms_tui.follow.model import RunModel
+from ocms_tui.ui.demo import DemoCurves
 
 APPENDED_ROWS = 10
 WARM_UP_SECONDS = 1.0
@@ -134,7 +134,7 @@ async def _dashboard_latencies(
     directory: Path, poll: float | None, pauses: list[float], warm_up: float
 ) -> list[float]:
     """Seconds from each row's log() to that row's step in the app's model, in order."""
-    from ocms_tui.app import OcmsApp
+    from ocms_tui.ui.app import OcmsApp
 
     first_step = 1_000
     app = OcmsApp(directory, poll=poll)
@@ -181,7 +181,7 @@ def _latency_row(
 
 
 def figure_latency(sizes: Sizes, workspace: Workspace) -> list[Row]:
-    from ocms_tui.session import FOLLOW_SECONDS as MIN_REFRESH_SECONDS
+    from ocms_tui.follow.session import FOLLOW_SECONDS as MIN_REFRESH_SECONDS
 
     samples = sizes.latency_samples
     warm_up = 0.5 if sizes.is_tiny else WARM_UP_SECONDS
@@ -218,8 +218,8 @@ def watcher_cost_child(kind: str, directory: str, warm_up: float, window: float)
     """In a process of its own: watch `directory` with one kind of watcher, drain it every
     FOLLOW_SECONDS as the session does, and print (JSON) the CPU seconds of the watcher's
     threads and the counts over `window` seconds, from `warm_up` after stdin says "go"."""
-    from ocms_tui.session import FOLLOW_SECONDS
-    from ocms_tui.watch import InotifyWatcher, WatchdogWatcher, Watcher
+    from ocms_tui.follow.session import FOLLOW_SECONDS
+    from ocms_tui.follow.watch import InotifyWatcher, WatchdogWatcher, Watcher
 
     before = {thread.native_id for thread in threading.enumerate()}
     watcher: Watcher = (

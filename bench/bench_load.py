@@ -14,7 +14,7 @@ from common import Row, Sizes, interleaved, make_row, seconds
 from data import LOSS_CHART, Workspace, chart_rows, file_size_mb, write_tensorboard
 from ocms_recorder import chart_file_name
 
-from ocms_tui.model import RunModel
+from ocms_tui.follow.model import RunModel
 
 SERIES = len(LOSS_CHART[1])
 

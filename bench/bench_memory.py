@@ -78,7 +78,7 @@ def _settled_resident_bytes(quiet_seconds: float, limit_seconds: float = 12.0) -
 def measure_in_this_process(
     directory: Path, warm_up: Path, rows: int, series: int, quiet_seconds: float
 ) -> dict[str, int | bool]:
-    from ocms_tui.model import RunModel
+    from ocms_tui.follow.model import RunModel
 
     # Nothing big was parsed yet, so nothing big is waiting to be handed back: a short wait.
     cold = _settled_resident_bytes(quiet_seconds / 4)

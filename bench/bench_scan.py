@@ -14,7 +14,7 @@ import time
 from importlib.util import find_spec
 from pathlib import Path
 
-from ocms_tui.scan import scan_project
+from ocms_tui.onboard.scan import scan_project
 
 DEFAULT_PACKAGES = ("transformers", "lightning", "mmengine", "accelerate", "torch")
 

@@ -17,9 +17,9 @@ from pathlib import Path
 from ocms_recorder import METRICS_JSON, resolve_metrics_dir
 
 from ocms_tui import __version__
-from ocms_tui.directories import directory_problem
-from ocms_tui.report import FORMATS, ExitCode, printable
-from ocms_tui.serve import DEFAULT_HOST, DEFAULT_MAX_SESSIONS, DEFAULT_PORT
+from ocms_tui.follow.report import FORMATS, ExitCode, printable
+from ocms_tui.format.directories import directory_problem
+from ocms_tui.ui.serve import DEFAULT_HOST, DEFAULT_MAX_SESSIONS, DEFAULT_PORT
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -198,7 +198,7 @@ def build_init_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments[:1] == ["verify"]:
-        from ocms_tui.verify import run_verify
+        from ocms_tui.onboard.verify import run_verify
 
         options = build_verify_parser().parse_args(arguments[1:])
         output_dir = None if options.output_dir is None else str(options.output_dir)
@@ -207,7 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         options = build_scan_parser().parse_args(arguments[1:])
         return _scan(options.project, options.format)
     if arguments[:1] == ["init"]:
-        from ocms_tui.scaffold import run_init
+        from ocms_tui.onboard.scaffold import run_init
 
         options = build_init_parser().parse_args(arguments[1:])
         return run_init(
@@ -217,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             force=options.force,
         )
     if arguments[:1] == ["import"]:
-        from ocms_tui.import_command import run_import
+        from ocms_tui.sources.import_command import run_import
 
         return run_import(arguments[1:])
 
@@ -225,7 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = parser.parse_args(arguments)
     paths: list[Path] = options.paths or [Path(resolve_metrics_dir())]
     if options.demo:
-        from ocms_tui.demo import run_demo
+        from ocms_tui.ui.demo import run_demo
 
         return run_demo(poll=options.poll)
     if options.serve:
@@ -252,7 +252,7 @@ def _dispatch(options: argparse.Namespace, paths: list[Path]) -> int:
     if options.check:
         return _check(paths, options.format, options.strict)
     if options.serve:
-        from ocms_tui.serve import serve_dashboard
+        from ocms_tui.ui.serve import serve_dashboard
 
         return serve_dashboard(
             paths,
@@ -270,8 +270,8 @@ def _dashboard(paths: list[Path], poll: float | None) -> int:
     """The dashboard on `paths` (runs under parents are found there). The runs are read
     from the start, on the session's thread, while Textual is imported and the screen is
     composed; the app takes the session's states over when it is up."""
-    from ocms_tui.keys import prefer_quick_escape
-    from ocms_tui.session import FollowSession, label_of
+    from ocms_tui.follow.session import FollowSession, label_of
+    from ocms_tui.widgets.keys import prefer_quick_escape
 
     prefer_quick_escape()
     session = FollowSession(
@@ -283,7 +283,7 @@ def _dashboard(paths: list[Path], poll: float | None) -> int:
     )
     session.start()
     try:
-        from ocms_tui.app import run_dashboard
+        from ocms_tui.ui.app import run_dashboard
 
         return run_dashboard(paths, poll=poll, session=session)
     finally:
@@ -293,8 +293,8 @@ def _dashboard(paths: list[Path], poll: float | None) -> int:
 def _scan(project: Path, output_format: str) -> int:
     import json
 
-    from ocms_tui.report import encodable, printable
-    from ocms_tui.scan import format_text, scan_project
+    from ocms_tui.follow.report import encodable, printable
+    from ocms_tui.onboard.scan import format_text, scan_project
 
     try:
         is_directory = project.is_dir()
@@ -336,7 +336,7 @@ def _output_problem(out_path: Path) -> str | None:
 def _snapshot(paths: list[Path], out_path: Path, size: tuple[int, int]) -> int:
     """Render once to an SVG; a usage error when there is nothing to render or nowhere to
     write it, both checked before the dashboard starts."""
-    from ocms_tui.runs import find_runs
+    from ocms_tui.follow.runs import find_runs
 
     output_problem = _output_problem(out_path)
     if output_problem is not None:
@@ -350,7 +350,7 @@ def _snapshot(paths: list[Path], out_path: Path, size: tuple[int, int]) -> int:
     else:
         return _fail("nothing to snapshot: " + "; ".join(nothing_there))
 
-    from ocms_tui.app import save_snapshot
+    from ocms_tui.ui.app import save_snapshot
 
     try:
         save_snapshot(paths, out_path, size=size)
@@ -361,9 +361,9 @@ def _snapshot(paths: list[Path], out_path: Path, size: tuple[int, int]) -> int:
 
 
 def _check(paths: list[Path], output_format: str, strict: bool) -> int:
-    from ocms_tui.checker import check_directory
-    from ocms_tui.report import combined_exit_code, render
-    from ocms_tui.runs import find_runs
+    from ocms_tui.follow.checker import check_directory
+    from ocms_tui.follow.report import combined_exit_code, render
+    from ocms_tui.follow.runs import find_runs
 
     results = [check_directory(directory) for directory in find_runs(paths)]
     sys.stdout.write(render(results, output_format, strict, sys.stdout))

@@ -1,6 +1,6 @@
 """Regenerate screenshots/*.svg from the deterministic demo data: `python scripts/make_screenshots.py`.
 
-The same bytes every time for the same code: the runs are written by ocms_tui.demo with a
+The same bytes every time for the same code: the runs are written by ocms_tui.ui.demo with a
 fixed seed, file times and the clock are pinned, and the directory is shown as
 `ocms_metrics` (or `out` for the comparison of three runs), never as the temporary path it
 really is in.
@@ -14,8 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ocms_tui.app import save_snapshot
-from ocms_tui.demo import write_demo_run, write_problem_run
+from ocms_tui.ui.app import save_snapshot
+from ocms_tui.ui.demo import write_demo_run, write_problem_run
 
 PINNED_TIME = 1_700_000_000.0
 SHOTS = (

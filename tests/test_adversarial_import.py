@@ -114,7 +114,7 @@ def test_out_that_another_user_cannot_list_or_write() -> None:
 MEASURED_IMPORT = """
 import resource, sys
 from ocms_tui.cli import main
-import ocms_tui.sources, ocms_tui.sources.writer, ocms_tui.import_command
+import ocms_tui.sources, ocms_tui.sources.writer, ocms_tui.sources.import_command
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 code = main(["import", sys.argv[1], "--out", sys.argv[2]])
 after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from ocms_tui import cli, scaffold
-from ocms_tui.scan import scan_project
+from ocms_tui import cli
+from ocms_tui.onboard import scaffold
+from ocms_tui.onboard.scan import scan_project
 from tests.adversarial_support import as_nobody, nested
 from tests.sources_support import run_cli
 

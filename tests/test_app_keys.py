@@ -13,10 +13,10 @@ from rich.text import Text
 from textual.geometry import Region
 from textual.widget import Widget
 
-from ocms_tui.app import OcmsApp
-from ocms_tui.demo import write_demo_run
-from ocms_tui.model import RunModel
-from ocms_tui.plotting import ChartCanvas, PlotRequest
+from ocms_tui.draw.plotting import ChartCanvas, PlotRequest
+from ocms_tui.follow.model import RunModel
+from ocms_tui.ui.app import OcmsApp
+from ocms_tui.ui.demo import write_demo_run
 from ocms_tui.widgets import chart_panel
 from ocms_tui.widgets.chart_grid import ChartGrid, grid_columns
 from ocms_tui.widgets.chart_panel import ChartPanel

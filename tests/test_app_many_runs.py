@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from app_support import screen_lines, wait_for
 
-from ocms_tui.app import OcmsApp
-from ocms_tui.demo import write_demo_run
+from ocms_tui.ui.app import OcmsApp
+from ocms_tui.ui.demo import write_demo_run
 from ocms_tui.widgets.chart_panel import MIN_PLOT_ROWS, ChartPanel
 
 RUN_NAME = "exp_2026_12_04_vla_pretrain_run{:02d}_final"

@@ -8,7 +8,7 @@ from pathlib import Path
 from app_support import append_rows, screen_text, wait_for, wait_for_text, write_layout
 from textual.widgets import SelectionList
 
-from ocms_tui.app import OcmsApp, StateChanged
+from ocms_tui.ui.app import OcmsApp, StateChanged
 from ocms_tui.widgets.chart_panel import ChartPanel
 from ocms_tui.widgets.run_list import RunList
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from app_support import screen_lines, screen_text, wait_for
 
-from ocms_tui.app import OcmsApp
-from ocms_tui.demo import write_demo_run
+from ocms_tui.ui.app import OcmsApp
+from ocms_tui.ui.demo import write_demo_run
 from ocms_tui.widgets.chart_grid import ChartGrid
 from ocms_tui.widgets.chart_panel import ChartPanel
 from ocms_tui.widgets.chart_strip import ChartStrip, strip_window

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from plotext._figure import _figure_class as PlotextFigure
 
-from ocms_tui.axis_range import (
+from ocms_tui.draw.axis_range import (
     PLOTEXT_SAFE_MAGNITUDES,
     AxisMode,
     power_label,
@@ -17,9 +17,9 @@ from ocms_tui.axis_range import (
     scaled_label,
     y_axis,
 )
-from ocms_tui.downsample import ema
-from ocms_tui.plotting import ChartCanvas, PlotRequest, Series, series_color
-from ocms_tui.series import ShownSeries
+from ocms_tui.draw.downsample import ema
+from ocms_tui.draw.plotting import ChartCanvas, PlotRequest, Series, series_color
+from ocms_tui.follow.series import ShownSeries
 
 LARGEST = 1.7976931348623157e308
 SMALLEST = 5e-324

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from ocms_recorder import MAX_CHARTS
 
-from ocms_tui.checker import check_directory
 from ocms_tui.cli import main
-from ocms_tui.model import RunModel
-from ocms_tui.problems import Rule, Severity
-from ocms_tui.report import ExitCode, exit_code, format_github, format_text, printable
+from ocms_tui.follow.checker import check_directory
+from ocms_tui.follow.model import RunModel
+from ocms_tui.follow.report import ExitCode, exit_code, format_github, format_text, printable
+from ocms_tui.format.problems import Rule, Severity
 
 DATA = Path(__file__).parent / "data"
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from app_support import screen_text, wait_for, write_layout
 
-from ocms_tui.app import OcmsApp
-from ocms_tui.report import ExitCode
+from ocms_tui.follow.report import ExitCode
+from ocms_tui.ui.app import OcmsApp
 
 ROOT = Path(__file__).resolve().parent.parent
 LONG_NAME = "a" * 300  # over every filesystem's 255-byte name limit

@@ -10,8 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from ocms_tui.checker import check_directory
-from ocms_tui.demo import MARKUP_NAME, DemoCurves, DemoTraining, write_demo_run, write_problem_run
+from ocms_tui.follow.checker import check_directory
+from ocms_tui.ui.demo import (
+    MARKUP_NAME,
+    DemoCurves,
+    DemoTraining,
+    write_demo_run,
+    write_problem_run,
+)
 
 
 def _files(directory: Path) -> dict[str, bytes]:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from plotext._figure import _figure_class as PlotextFigure
 
-from ocms_tui.downsample import (
+from ocms_tui.draw.downsample import (
     POLARS_EMA_FROM,
     EmaState,
     M4Memo,
@@ -18,8 +18,8 @@ from ocms_tui.downsample import (
     m4,
     pixel_columns,
 )
-from ocms_tui.plotting import ChartCanvas, PlotRequest, Series, series_color
-from ocms_tui.pyramid import MinMaxPyramid
+from ocms_tui.draw.plotting import ChartCanvas, PlotRequest, Series, series_color
+from ocms_tui.draw.pyramid import MinMaxPyramid
 
 
 def reference_m4(x: np.ndarray, y: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from app_support import screen_text, svg_text, wait_for, write_layout
 
-from ocms_tui.app import OcmsApp
+from ocms_tui.ui.app import OcmsApp
 from ocms_tui.widgets.chart_panel import ChartPanel
 
 ROOT = Path(__file__).resolve().parent.parent

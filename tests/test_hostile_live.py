@@ -26,7 +26,7 @@ import pytest
 from app_support import append_rows, screen_lines, write_layout
 from textual.pilot import Pilot
 
-from ocms_tui.app import OcmsApp
+from ocms_tui.ui.app import OcmsApp
 
 SIZE = (120, 40)
 _LAST_WRITE = re.compile(r"last write [^│]*")

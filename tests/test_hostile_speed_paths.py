@@ -24,11 +24,11 @@ from app_support import screen_lines, wait_for, write_layout
 from ocms_recorder import MAX_STEP
 from terminal_support import Terminal, installed_command
 
-from ocms_tui import session as session_module
-from ocms_tui.app import OcmsApp
-from ocms_tui.model import ChartData, RunModel
-from ocms_tui.problems import Rule
-from ocms_tui.session import FollowSession
+from ocms_tui.follow import session as session_module
+from ocms_tui.follow.model import ChartData, RunModel
+from ocms_tui.follow.session import FollowSession
+from ocms_tui.format.problems import Rule
+from ocms_tui.ui.app import OcmsApp
 
 Y_AXIS = ("loss", "eval_loss")
 FIRST_STEP = 1_000_000  # seven digits: every line is LINE_BYTES long
@@ -350,7 +350,7 @@ def test_a_drawing_reads_one_set_of_rows_while_the_sample_is_replaced(tmp_path: 
 
 
 def _ema(values: np.ndarray, weight: float) -> np.ndarray:
-    from ocms_tui.series import ShownSeries
+    from ocms_tui.follow.series import ShownSeries
 
     return ShownSeries(weight, False).values(values).copy()
 
@@ -491,8 +491,8 @@ def test_the_inotify_queue_overflows_while_the_run_is_replaced_mid_load(
     lead to the new files, every row of them and none of the old."""
     from test_watch import flood
 
-    from ocms_tui.session import run_key
-    from ocms_tui.watch import InotifyWatcher
+    from ocms_tui.follow.session import run_key
+    from ocms_tui.follow.watch import InotifyWatcher
 
     monkeypatch.setattr(session_module, "FIRST_LOAD_BUDGET", LARGER_THAN)
     monkeypatch.setattr(session_module, "LOAD_BUDGET", LARGER_THAN)

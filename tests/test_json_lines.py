@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ocms_tui.json_lines import first_line_of, value_lines
+from ocms_tui.format.json_lines import first_line_of, value_lines
 
 # "loss" is first a y-axis entry of chart "a", then the name of the second chart; "version"
 # is not on line 1; a string holds escaped quotes, brackets and a colon.

@@ -1,4 +1,4 @@
-"""Keys as data: one table (ocms_tui.keys) makes the bindings, the footer, the help screen
+"""Keys as data: one table (ocms_tui.widgets.keys) makes the bindings, the footer, the help screen
 and the README's key table; the real app is driven by the keys it lists."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ from pathlib import Path
 
 from app_support import screen_text, wait_for
 
-from ocms_tui.app import OcmsApp
-from ocms_tui.demo import write_demo_run
-from ocms_tui.keys import KEYS, LEGEND_MARKS, Scope, binding_rows, help_rows, readme_table
+from ocms_tui.ui.app import OcmsApp
+from ocms_tui.ui.demo import write_demo_run
 from ocms_tui.widgets.chart_panel import ChartPanel
 from ocms_tui.widgets.help_screen import HelpScreen
+from ocms_tui.widgets.keys import KEYS, LEGEND_MARKS, Scope, binding_rows, help_rows, readme_table
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

@@ -15,9 +15,9 @@ from plotext._figure import _figure_class as PlotextFigure
 from rich.text import Text
 from terminal_support import Terminal
 
-from ocms_tui.app import OcmsApp
-from ocms_tui.downsample import ema
-from ocms_tui.plotting import ChartCanvas, PlotRequest, Series
+from ocms_tui.draw.downsample import ema
+from ocms_tui.draw.plotting import ChartCanvas, PlotRequest, Series
+from ocms_tui.ui.app import OcmsApp
 from ocms_tui.widgets.chart_panel import ChartPanel
 
 ROWS = 1_000_000

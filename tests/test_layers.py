@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parent.parent
 RECORDER = ROOT / "recorder" / "ocms_recorder.py"
 # The UI, and the entry points that start it (the contracts name these): everything else in
 # ocms_tui is the core.
-USER_INTERFACE = frozenset({"ocms_tui.app", "ocms_tui.widgets"})
-ENTRY_POINTS = frozenset({"ocms_tui.__main__", "ocms_tui.cli", "ocms_tui.demo", "ocms_tui.serve"})
+USER_INTERFACE = frozenset({"ocms_tui.ui.app", "ocms_tui.widgets"})
+ENTRY_POINTS = frozenset({"ocms_tui.__main__", "ocms_tui.cli", "ocms_tui.ui.demo", "ocms_tui.ui.serve"})
 UI_PACKAGES = ("textual", "textual_plotext", "textual_serve", "rich")
 PYTHON_IMPORTTIME = (sys.executable, "-X", "importtime", "-m", "ocms_tui")
 
@@ -95,17 +95,26 @@ def test_a_new_core_module_that_reaches_the_ui_breaks_a_contract(tmp_path: Path)
     (tmp_path / "ocms_tui" / "brand_new.py").write_text(
         "def draw():\n    from ocms_tui.widgets.chart_grid import ChartGrid\n    return ChartGrid\n"
     )
-    (tmp_path / "ocms_integrations" / "brand_new.py").write_text("import ocms_tui.runs\n")
+    (tmp_path / "ocms_integrations" / "brand_new.py").write_text("import ocms_tui.follow.runs\n")
     (tmp_path / "ocms_tui" / "reader_extra.py").write_text("import rich\n")
+    (tmp_path / "ocms_tui" / "format" / "upward.py").write_text("import ocms_tui.follow.model\n")
     result = lint_imports(tmp_path)
     assert result.returncode == 1, result.stdout
     for illegal in (
         "ocms_tui.brand_new -> ocms_tui.widgets.chart_grid",
         "ocms_tui.reader_extra -> rich",
-        "ocms_integrations.brand_new -> ocms_tui.runs",
+        "ocms_integrations.brand_new -> ocms_tui.follow.runs",
+        "ocms_tui.format.upward -> ocms_tui.follow.model",
     ):
         assert illegal in result.stdout, result.stdout
-    assert "Contracts: 2 kept, 3 broken." in result.stdout, result.stdout
+    assert "Contracts: 2 kept, 4 broken." in result.stdout, result.stdout
+
+
+def test_every_module_lives_in_a_folder_named_for_its_role() -> None:
+    """The package's top holds only the entry point; the rest is in the layered folders,
+    so a newcomer finds a module's room from the tree alone."""
+    top = {path.name for path in (ROOT / "ocms_tui").glob("*.py")}
+    assert top == {"__init__.py", "__main__.py", "cli.py"}
 
 
 def test_importing_everything_but_the_ui_loads_no_textual_or_rich() -> None:
@@ -115,7 +124,7 @@ def test_importing_everything_but_the_ui_loads_no_textual_or_rich() -> None:
         for name in ocms_tui_modules()
         if not is_user_interface(name) and name != "ocms_tui.__main__"  # it runs main()
     )
-    assert "ocms_tui.session" in modules and "ocms_tui.cli" in modules
+    assert "ocms_tui.follow.session" in modules and "ocms_tui.cli" in modules
     code = (
         f"import importlib, sys\n"
         f"for name in {modules!r}: importlib.import_module(name)\n"
@@ -213,7 +222,7 @@ def test_serve_listens_without_polars_or_textual(tmp_path: Path) -> None:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)
     modules = importtime_modules(stderr_path.read_text())
-    assert "textual_serve.server" in modules and "ocms_tui.serve" in modules
+    assert "textual_serve.server" in modules and "ocms_tui.ui.serve" in modules
     heavy = {name for name in modules if name.partition(".")[0] in {"polars", "textual"}}
     assert heavy == set()
 

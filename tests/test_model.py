@@ -8,8 +8,8 @@ from pathlib import Path
 
 from app_support import write_layout
 
-from ocms_tui.model import RunModel
-from ocms_tui.problems import Rule
+from ocms_tui.follow.model import RunModel
+from ocms_tui.format.problems import Rule
 
 
 def _replace(path: Path, data: bytes) -> None:

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ocms_tui.parse import ChunkContext, ParsedRows, parse_chunk, parse_exact
-from ocms_tui.problems import ProblemCollector, Rule
+from ocms_tui.format.parse import ChunkContext, ParsedRows, parse_chunk, parse_exact
+from ocms_tui.format.problems import ProblemCollector, Rule
 
 Y_AXIS = ("loss", "eval_loss", "aux_loss")
 

@@ -13,8 +13,7 @@ import pytest
 from app_support import append_rows, wait_for, wait_for_text, write_layout
 from plotext._figure import _figure_class
 
-from ocms_tui.app import OcmsApp
-from ocms_tui.plotting import (
+from ocms_tui.draw.plotting import (
     X_HEADROOM,
     ChartCanvas,
     PlotRequest,
@@ -22,7 +21,8 @@ from ocms_tui.plotting import (
     grown_extent,
     series_color,
 )
-from ocms_tui.pyramid import MinMaxPyramid
+from ocms_tui.draw.pyramid import MinMaxPyramid
+from ocms_tui.ui.app import OcmsApp
 from ocms_tui.widgets.chart_panel import ChartPanel
 from ocms_tui.widgets.chart_plot import picture_text
 

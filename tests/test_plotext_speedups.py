@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from plotext._figure import _figure_class
 
-from ocms_tui import plotext_speedups
-from ocms_tui.plotting import ChartCanvas, PlotRequest, Series, series_color
+from ocms_tui.draw import plotext_speedups
+from ocms_tui.draw.plotting import ChartCanvas, PlotRequest, Series, series_color
 
 
 def _random_points(rng: random.Random) -> tuple[list[int], list[int]]:

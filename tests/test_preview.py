@@ -19,13 +19,13 @@ import numpy as np
 import pytest
 from app_support import screen_lines, wait_for, write_layout
 
-from ocms_tui import model as model_module
-from ocms_tui import session as session_module
-from ocms_tui.app import OcmsApp
-from ocms_tui.model import RunModel
-from ocms_tui.problems import Rule
-from ocms_tui.reader import PREVIEW_BLOCK_BYTES, PREVIEW_BLOCKS, CsvFollower, FileState
-from ocms_tui.session import FollowSession
+from ocms_tui.follow import model as model_module
+from ocms_tui.follow import session as session_module
+from ocms_tui.follow.model import RunModel
+from ocms_tui.follow.reader import PREVIEW_BLOCK_BYTES, PREVIEW_BLOCKS, CsvFollower, FileState
+from ocms_tui.follow.session import FollowSession
+from ocms_tui.format.problems import Rule
+from ocms_tui.ui.app import OcmsApp
 
 Y_AXIS = ("loss", "eval_loss")
 FIRST_STEP = 1_000_000  # seven digits: every line is LINE_BYTES long

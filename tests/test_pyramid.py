@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ocms_tui.downsample import EmaState, ema, ema_extend, m4, pixel_columns
-from ocms_tui.pyramid import FEW_NEW_LEAVES, MinMaxPyramid
-from ocms_tui.series import SeriesStore
+from ocms_tui.draw.downsample import EmaState, ema, ema_extend, m4, pixel_columns
+from ocms_tui.draw.pyramid import FEW_NEW_LEAVES, MinMaxPyramid
+from ocms_tui.follow.series import SeriesStore
 
 
 def brute_force_m4(values: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
@@ -244,7 +244,7 @@ def test_ema_extended_piece_by_piece_is_the_ema_of_the_whole(weight: float) -> N
 
 
 def test_shown_series_extends_smoothing_and_log_as_rows_arrive() -> None:
-    from ocms_tui.parse import ParsedRows
+    from ocms_tui.format.parse import ParsedRows
 
     rng = np.random.default_rng(3)
     values = rng.standard_normal(5000)
@@ -275,7 +275,7 @@ def test_log_view_is_its_linear_view_until_a_value_is_not_positive(
     """A log axis gaps values <= 0. While a series has none, its log view is its linear view
     (the same array and pyramid: no copy); once one arrives (zero, negative, -inf), the log
     view keeps its own values, and both values and M4 points equal the brute-force ones."""
-    from ocms_tui.parse import ParsedRows
+    from ocms_tui.format.parse import ParsedRows
 
     rng = np.random.default_rng(seed)
     count = 6000
@@ -317,7 +317,7 @@ def test_a_linear_view_counts_its_positive_rows_once_as_it_grows(seed: int) -> N
     """`positive_rows` is the length of the leading run of values none <= 0 (gaps count as
     positive), for every prefix a growing series has had; the rows it knew are not looked
     at again (a value changed behind them is not seen: they only ever grow)."""
-    from ocms_tui.series import ShownSeries
+    from ocms_tui.follow.series import ShownSeries
 
     rng = np.random.default_rng(seed)
     values = np.abs(hostile_values(rng, 5000, huge=False)) + 0.5
@@ -333,7 +333,7 @@ def test_a_linear_view_counts_its_positive_rows_once_as_it_grows(seed: int) -> N
 
 
 def test_toggling_the_log_axis_keeps_the_smoothing_it_is_made_from() -> None:
-    from ocms_tui.parse import ParsedRows
+    from ocms_tui.format.parse import ParsedRows
 
     values = np.linspace(1.0, 2.0, 3000)
     store = SeriesStore(1)
@@ -353,7 +353,7 @@ def test_a_smoothing_prepared_on_another_thread_while_rows_arrive_is_taken_and_e
     the whole series, and the M4 points of its pyramid equal brute force."""
     import threading
 
-    from ocms_tui.parse import ParsedRows
+    from ocms_tui.format.parse import ParsedRows
 
     rng = np.random.default_rng(11)
     values = hostile_values(rng, 120_000)

@@ -11,9 +11,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ocms_tui.parse import ParsedRows, concat_parsed
-from ocms_tui.problems import Rule
-from ocms_tui.reader import MAX_LINE_BYTES, CsvFollower, FileState
+from ocms_tui.follow.reader import MAX_LINE_BYTES, CsvFollower, FileState
+from ocms_tui.format.parse import ParsedRows, concat_parsed
+from ocms_tui.format.problems import Rule
 
 Y_AXIS = ("loss", "eval_loss")
 

@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 from ocms_recorder import write_layout
 
-import ocms_tui.parse as parse_module
-import ocms_tui.reader as reader_module
-from ocms_tui.model import RunModel
-from ocms_tui.parse import ChunkContext, concat_parsed, parse_exact
-from ocms_tui.problems import ProblemCollector
-from ocms_tui.reader import CsvFollower
+import ocms_tui.follow.reader as reader_module
+import ocms_tui.format.parse as parse_module
+from ocms_tui.follow.model import RunModel
+from ocms_tui.follow.reader import CsvFollower
+from ocms_tui.format.parse import ChunkContext, concat_parsed, parse_exact
+from ocms_tui.format.problems import ProblemCollector
 
 Y_AXIS = ("loss", "eval_loss", "aux_loss")
 

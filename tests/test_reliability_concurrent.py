@@ -113,7 +113,7 @@ async def run_dashboard(directory: Path, report: dict[str, Any]) -> None:
     from app_support import screen_text
     from reliability_support import assert_exact_prefix, expected_arrays
 
-    from ocms_tui.app import OcmsApp
+    from ocms_tui.ui.app import OcmsApp
 
     expected = expected_arrays(plan(), range(PLAN_STEPS))
     app = OcmsApp(directory)
@@ -136,7 +136,7 @@ async def run_dashboard(directory: Path, report: dict[str, Any]) -> None:
 
 
 def sample(model, expected, report, assert_exact_prefix, complete=False) -> None:  # type: ignore[no-untyped-def]
-    from ocms_tui.problems import Rule
+    from ocms_tui.format.problems import Rule
 
     report["samples"] += 1
     try:

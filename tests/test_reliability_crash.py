@@ -39,8 +39,8 @@ from reliability_support import (
     temp_files,
 )
 
-from ocms_tui.checker import check_directory
-from ocms_tui.problems import Rule
+from ocms_tui.follow.checker import check_directory
+from ocms_tui.format.problems import Rule
 
 # Run in a fresh interpreter: an audit hook lists, in order, every file the recorder opens
 # for writing and every rename it makes in the directory.

@@ -31,10 +31,10 @@ from reliability_support import cap_report, measured_against_cap, peak_rss_kib, 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from ocms_tui.app import OcmsApp
-from ocms_tui.checker import CheckResult, check_directory
-from ocms_tui.model import MAX_DIRECTORY_ENTRIES
-from ocms_tui.problems import Rule
+from ocms_tui.follow.checker import CheckResult, check_directory
+from ocms_tui.follow.model import MAX_DIRECTORY_ENTRIES
+from ocms_tui.format.problems import Rule
+from ocms_tui.ui.app import OcmsApp
 
 CHECK_SECONDS = 60.0
 CHECK_MEMORY_MB = 192

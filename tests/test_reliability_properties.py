@@ -41,9 +41,9 @@ from ocms_recorder import (
 )
 from reliability_support import charts_from_snapshots
 
-from ocms_tui.checker import check_directory
-from ocms_tui.model import RunModel
-from ocms_tui.problems import MAX_PROBLEMS_PER_RULE_AND_FILE, Problem, Rule
+from ocms_tui.follow.checker import check_directory
+from ocms_tui.follow.model import RunModel
+from ocms_tui.format.problems import MAX_PROBLEMS_PER_RULE_AND_FILE, Problem, Rule
 
 # Generous: a tiny directory takes milliseconds; this only catches a hang or a blow-up.
 SECONDS_PER_CASE = 10.0

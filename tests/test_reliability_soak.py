@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 from reliability_support import TrainingPlan, assert_exact_prefix, expected_arrays, start_writer
 
-from ocms_tui.checker import check_directory
-from ocms_tui.model import RunModel
-from ocms_tui.problems import Rule
+from ocms_tui.follow.checker import check_directory
+from ocms_tui.follow.model import RunModel
+from ocms_tui.format.problems import Rule
 
 pytestmark = pytest.mark.slow  # -m "not slow" leaves it out of the quick run; CI runs it
 

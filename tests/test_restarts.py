@@ -10,18 +10,18 @@ from pathlib import Path
 import numpy as np
 from app_support import append_rows, wait_for, wait_for_text, write_layout
 
-from ocms_tui.app import OcmsApp
-from ocms_tui.downsample import m4
-from ocms_tui.parse import ParsedRows
-from ocms_tui.plotting import EARLIER_PASS_MARKER, MARKER
-from ocms_tui.pyramid import MinMaxPyramid
-from ocms_tui.series import (
+from ocms_tui.draw.downsample import m4
+from ocms_tui.draw.plotting import EARLIER_PASS_MARKER, MARKER
+from ocms_tui.draw.pyramid import MinMaxPyramid
+from ocms_tui.follow.series import (
     MAX_KEPT_PASSES,
     SeriesStore,
     pass_bounds,
     step_regressions,
     step_span,
 )
+from ocms_tui.format.parse import ParsedRows
+from ocms_tui.ui.app import OcmsApp
 from ocms_tui.widgets.chart_panel import ChartPanel
 
 

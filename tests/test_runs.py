@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from ocms_tui.cli import main
-from ocms_tui.model import RunModel
-from ocms_tui.runs import (
+from ocms_tui.follow.model import RunModel
+from ocms_tui.follow.runs import (
     RunStatus,
     find_metric_directories,
     find_runs,

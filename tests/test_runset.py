@@ -6,9 +6,9 @@ from pathlib import Path
 
 from app_support import append_rows, write_layout
 
-from ocms_tui.demo import write_demo_run, write_problem_run
-from ocms_tui.runs import short_names
-from ocms_tui.runset import RunSet, combined_problems, overlay
+from ocms_tui.follow.runs import short_names
+from ocms_tui.follow.runset import RunSet, combined_problems, overlay
+from ocms_tui.ui.demo import write_demo_run, write_problem_run
 
 
 def small_run(directory: Path, charts: dict[str, list[str]]) -> None:

@@ -17,8 +17,8 @@ from pathlib import Path
 import ocms_recorder
 import pytest
 
-from ocms_tui import scaffold
-from ocms_tui.scan import scan_project
+from ocms_tui.onboard import scaffold
+from ocms_tui.onboard.scan import scan_project
 
 PROJECTS = Path(__file__).parent / "projects"
 # What init adds: lines about ocms, and the two imports its sys.path line needs.
@@ -320,7 +320,7 @@ def test_help_and_version_do_not_load_scan_or_libcst() -> None:
     code = (
         "import sys, ocms_tui.cli\n"
         "try:\n    ocms_tui.cli.main(['--version'])\nexcept SystemExit:\n    pass\n"
-        "assert not {'libcst', 'ocms_tui.scan', 'ocms_tui.scaffold'} & set(sys.modules)\n"
+        "assert not {'libcst', 'ocms_tui.onboard.scan', 'ocms_tui.onboard.scaffold'} & set(sys.modules)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60, capture_output=True)
 

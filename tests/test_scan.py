@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ocms_tui import scan
-from ocms_tui.scan import PlanEntry, scan_project
+from ocms_tui.onboard import scan
+from ocms_tui.onboard.scan import PlanEntry, scan_project
 
 PROJECTS = Path(__file__).parent / "projects"
 MARKER = "# scan-site"
@@ -381,7 +381,7 @@ def test_an_inaccessible_project_is_a_usage_error(tmp_path: Path) -> None:
 
 def test_scan_modules_import_no_textual() -> None:
     code = (
-        "import sys, ocms_tui.scan, ocms_tui.scan_sites, ocms_tui.scaffold, ocms_tui.cli; "
+        "import sys, ocms_tui.onboard.scan, ocms_tui.onboard.scan_sites, ocms_tui.onboard.scaffold, ocms_tui.cli; "
         "assert 'textual' not in sys.modules and 'rich' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -11,9 +11,9 @@ from textual.app import App, ComposeResult
 from textual.content import Content
 from textual.visual import Visual
 
-from ocms_tui.app import OcmsApp
-from ocms_tui.model import SeriesStats
-from ocms_tui.plotting import series_color, series_marker
+from ocms_tui.draw.plotting import series_color, series_marker
+from ocms_tui.follow.model import SeriesStats
+from ocms_tui.ui.app import OcmsApp
 from ocms_tui.widgets.chart_panel import ChartPanel
 from ocms_tui.widgets.series_table import SeriesRow, SeriesTable, format_number
 

@@ -28,8 +28,8 @@ pytest.importorskip("textual_serve", reason="needs the serve extra: pip install 
 aiohttp = pytest.importorskip("aiohttp")
 pyte = pytest.importorskip("pyte")
 
-from ocms_tui.demo import write_demo_run  # noqa: E402
-from ocms_tui.serve import (  # noqa: E402
+from ocms_tui.ui.demo import write_demo_run  # noqa: E402
+from ocms_tui.ui.serve import (  # noqa: E402
     MAX_TERMINAL_SIZE,
     MIN_TERMINAL_SIZE,
     allowed_origins,
@@ -50,7 +50,7 @@ CHROMIUM = shutil.which("chromium")
 LAUNCHER = """
 import sys
 from pathlib import Path
-from ocms_tui.serve import serve_dashboard
+from ocms_tui.ui.serve import serve_dashboard
 raise SystemExit(serve_dashboard([Path(sys.argv[2])], port=int(sys.argv[1])))
 """
 

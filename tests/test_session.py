@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from app_support import append_rows, write_layout
 
-from ocms_tui.runs import RunStatus
-from ocms_tui.runset import RESCAN_SECONDS
-from ocms_tui.session import (
+from ocms_tui.follow.runs import RunStatus
+from ocms_tui.follow.runset import RESCAN_SECONDS
+from ocms_tui.follow.session import (
     FIRST_LOAD_BUDGET,
     FOLLOW_SECONDS,
     FollowSession,

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
-from ocms_tui.app import OcmsApp
 from ocms_tui.cli import main
-from ocms_tui.demo import write_demo_run, write_problem_run
+from ocms_tui.ui.app import OcmsApp
+from ocms_tui.ui.demo import write_demo_run, write_problem_run
 
 PINNED_TIME = 1_700_000_000.0  # every file's mtime; the clock reads 3 s later: "live"
 

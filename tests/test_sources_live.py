@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ocms_tui.model import RunModel
+from ocms_tui.follow.model import RunModel
 from ocms_tui.sources import SourceKind
 from ocms_tui.sources import live as live_module
 from ocms_tui.sources.live import ConvertedSource, ConvertedSources, foreign_kind
@@ -141,7 +141,7 @@ async def test_the_dashboard_follows_a_growing_csvlogger_file(csvlogger_run: Pat
     """The real app on a converted source: rows appended to metrics.csv reach the screen."""
     from app_support import wait_for_text
 
-    from ocms_tui.app import OcmsApp
+    from ocms_tui.ui.app import OcmsApp
 
     run = csvlogger_run
     with ConvertedSources([run]) as (directory,):

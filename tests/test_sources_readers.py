@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from ocms_recorder import DEFAULT_CHART_GROUPS, MAX_CHARTS, MAX_SERIES_PER_CHART
 
-from ocms_tui.checker import check_directory
-from ocms_tui.model import RunModel
+from ocms_tui.follow.checker import check_directory
+from ocms_tui.follow.model import RunModel
 from ocms_tui.sources import SourceKind, detect_kind, read_source
 from ocms_tui.sources.common import Series, SourceError
 from ocms_tui.sources.fitting import GroupsSpecError, fit_series, parse_groups_spec
@@ -248,7 +248,7 @@ def test_groups_option_end_to_end(tmp_path: Path) -> None:
 def test_sources_do_not_import_textual() -> None:
     code = (
         "import sys, ocms_tui.sources, ocms_tui.sources.fitting, ocms_tui.sources.writer, "
-        "ocms_tui.import_command; "
+        "ocms_tui.sources.import_command; "
         "assert 'textual' not in sys.modules and 'rich' not in sys.modules"
     )
     environment = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{REPO / 'recorder'}"}

@@ -13,8 +13,8 @@ from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, types_p
 from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c as tb_crc
 from tensorboard.summary.writer.record_writer import RecordWriter
 
-from ocms_tui.checker import check_directory
-from ocms_tui.model import RunModel
+from ocms_tui.follow.checker import check_directory
+from ocms_tui.follow.model import RunModel
 from ocms_tui.sources import SourceKind, detect_kind, read_source
 from ocms_tui.sources.common import SourceError
 from ocms_tui.sources.tensorboard import TensorBoardSource, masked_crc32c

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from app_support import screen_lines, wait_for
 
-from ocms_tui.app import OcmsApp
-from ocms_tui.demo import write_demo_run
-from ocms_tui.runs import FINISHED_SECONDS, LIVE_SECONDS, RunStatus, quiet_status
-from ocms_tui.session import Status
+from ocms_tui.follow.runs import FINISHED_SECONDS, LIVE_SECONDS, RunStatus, quiet_status
+from ocms_tui.follow.session import Status
+from ocms_tui.ui.app import OcmsApp
+from ocms_tui.ui.demo import write_demo_run
 from ocms_tui.widgets.badges import BADGES, badge
 from ocms_tui.widgets.status_bar import status_line
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from app_support import append_rows, write_layout
 from terminal_support import Terminal, installed_command
 
-from ocms_tui.demo import write_demo_run
+from ocms_tui.ui.demo import write_demo_run
 
 
 def test_installed_dashboard_follows_a_run_and_quits(tmp_path: Path) -> None:

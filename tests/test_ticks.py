@@ -9,7 +9,7 @@ import pytest
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from ocms_tui.ticks import (
+from ocms_tui.draw.ticks import (
     log_ticks,
     nice_ticks,
     spaced_ticks,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from ocms_recorder import METRICS_ENV, RANK_ENV_VARS, OcmsRecorder
 
-from ocms_tui.verify import run_verify
+from ocms_tui.onboard.verify import run_verify
 
 
 @pytest.fixture(autouse=True)

@@ -21,9 +21,9 @@ import pytest
 from app_support import append_rows, write_layout
 from test_cli_paths import python_path, unprivileged
 
-from ocms_tui import session as session_module
-from ocms_tui.session import FollowSession, SessionState, run_key
-from ocms_tui.watch import (
+from ocms_tui.follow import session as session_module
+from ocms_tui.follow.session import FollowSession, SessionState, run_key
+from ocms_tui.follow.watch import (
     DIRECTORY,
     InotifyWatcher,
     PollingWatcher,
@@ -442,7 +442,7 @@ def test_a_non_root_user_follows_a_run_under_a_parent_it_cannot_list() -> None:
         run.chmod(0o777)
         script = textwrap.dedent(
             f"""
-            from ocms_tui.watch import open_watcher
+            from ocms_tui.follow.watch import open_watcher
             watcher = open_watcher({str(run)!r})
             print(watcher.description)
             with open({str(run / "loss.csv")!r}, "w") as csv:
@@ -580,7 +580,7 @@ def test_falls_back_to_polling_when_inotify_cannot_start(tmp_path: Path) -> None
     script = textwrap.dedent(
         f"""
         import os, resource, sys, time
-        from ocms_tui.watch import open_watcher
+        from ocms_tui.follow.watch import open_watcher
         import watchdog.observers
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         open_fds = len(os.listdir("/proc/self/fd"))

@@ -21,7 +21,7 @@ from types import TracebackType
 import numpy as np
 from ocms_recorder import METRICS_JSON, OcmsRecorder, sanitize_key
 
-from ocms_tui.runs import find_metric_directories
+from ocms_tui.follow.runs import find_metric_directories
 from ocms_tui.sources import READERS, detect_kind
 from ocms_tui.sources.common import Series, Source, SourceKind
 from ocms_tui.sources.fitting import Fit, fit_series

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ocms_tui.runs import RunStatus
+from ocms_tui.follow.runs import RunStatus
 
 # (symbol and word, Textual style); an idle run's badge adds how long it has been quiet.
 BADGES: dict[RunStatus, tuple[str, str]] = {

@@ -1,10 +1,10 @@
-"""Textual `Binding`s made from the key table (`ocms_tui.keys`), its only source."""
+"""Textual `Binding`s made from the key table (`ocms_tui.widgets.keys`), its only source."""
 
 from __future__ import annotations
 
 from textual.binding import Binding, BindingType
 
-from ocms_tui.keys import Scope, binding_rows
+from ocms_tui.widgets.keys import Scope, binding_rows
 
 
 def bindings(scope: Scope) -> list[BindingType]:

@@ -15,9 +15,7 @@ from textual.geometry import Size
 from textual.timer import Timer
 from textual.worker import Worker, get_current_worker
 
-from ocms_tui.keys import Scope
-from ocms_tui.model import ChartData
-from ocms_tui.plotting import (
+from ocms_tui.draw.plotting import (
     EARLIER_PASS_MARKER,
     MARKER,
     RGB,
@@ -25,10 +23,12 @@ from ocms_tui.plotting import (
     series_color,
     series_marker,
 )
-from ocms_tui.runset import OverlayChart, RunChart
-from ocms_tui.series import MAX_KEPT_PASSES, SeriesStore, pass_bounds, step_span
+from ocms_tui.follow.model import ChartData
+from ocms_tui.follow.runset import OverlayChart, RunChart
+from ocms_tui.follow.series import MAX_KEPT_PASSES, SeriesStore, pass_bounds, step_span
 from ocms_tui.widgets.bindings import bindings
 from ocms_tui.widgets.chart_plot import ChartPlot
+from ocms_tui.widgets.keys import Scope
 from ocms_tui.widgets.safe_text import safe_text
 from ocms_tui.widgets.series_table import SeriesRow, SeriesTable
 

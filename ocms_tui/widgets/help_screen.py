@@ -12,8 +12,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from ocms_tui.keys import LEGEND_MARKS, help_rows
-from ocms_tui.runs import FINISHED_SECONDS, LIVE_SECONDS
+from ocms_tui.follow.runs import FINISHED_SECONDS, LIVE_SECONDS
+from ocms_tui.widgets.keys import LEGEND_MARKS, help_rows
 
 ABOUT = (
     "Each chart shows its series as lines over the step, with the latest value, min and max "

@@ -9,7 +9,7 @@ from rich.cells import cell_len
 from textual.content import Content
 from textual.widgets import Static
 
-from ocms_tui.keys import BindingRow, Scope, binding_rows
+from ocms_tui.widgets.keys import BindingRow, Scope, binding_rows
 
 MORE = " …"
 

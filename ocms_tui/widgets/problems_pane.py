@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from ocms_tui.problems import Problem, Severity
+from ocms_tui.format.problems import Problem, Severity
 from ocms_tui.widgets.safe_text import visible
 
 MAX_SHOWN = 200  # the pane is a summary; `ocms-tui --check` lists everything

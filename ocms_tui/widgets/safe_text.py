@@ -10,7 +10,7 @@ from __future__ import annotations
 from rich.style import Style
 from rich.text import Text
 
-from ocms_tui.problems import escape_code, replace_unprintable
+from ocms_tui.format.problems import escape_code, replace_unprintable
 
 
 def _stand_in(code: int) -> str:

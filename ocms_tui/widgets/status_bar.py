@@ -5,8 +5,8 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
-from ocms_tui.runs import RunStatus
-from ocms_tui.session import Status
+from ocms_tui.follow.runs import RunStatus
+from ocms_tui.follow.session import Status
 from ocms_tui.widgets.badges import badge, format_duration
 from ocms_tui.widgets.safe_text import visible
 

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ocms_tui.checker import check_directory
-from ocms_tui.model import RunModel
+from ocms_tui.follow.checker import check_directory
+from ocms_tui.follow.model import RunModel
 from tests.integrations.test_hf_trainer import token_classification_data, train_tiny_bert
 from tests.integrations.test_lightning_trainer import build_module, loaders
 from tests.sources_support import run_cli, tree_state

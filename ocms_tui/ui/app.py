@@ -27,12 +27,11 @@ from textual.css.query import NoMatches
 from textual.driver import Driver
 from textual.message import Message
 
-from ocms_tui.keys import Scope
-from ocms_tui.model import RunModel
-from ocms_tui.plotting import series_color
-from ocms_tui.runs import run_status
-from ocms_tui.runset import OverlayChart, TrackedRun
-from ocms_tui.session import (
+from ocms_tui.draw.plotting import series_color
+from ocms_tui.follow.model import RunModel
+from ocms_tui.follow.runs import run_status
+from ocms_tui.follow.runset import OverlayChart, TrackedRun
+from ocms_tui.follow.session import (
     STALE_AFTER_SECONDS,
     FollowSession,
     PathArgument,
@@ -40,7 +39,7 @@ from ocms_tui.session import (
     label_of,
     run_key,
 )
-from ocms_tui.watch import Watcher
+from ocms_tui.follow.watch import Watcher
 from ocms_tui.widgets.bindings import bindings
 from ocms_tui.widgets.chart_grid import ChartGrid
 from ocms_tui.widgets.chart_panel import (
@@ -52,6 +51,7 @@ from ocms_tui.widgets.chart_panel import (
 from ocms_tui.widgets.chart_strip import ChartStrip
 from ocms_tui.widgets.help_screen import HelpScreen
 from ocms_tui.widgets.key_footer import KeyFooter
+from ocms_tui.widgets.keys import Scope
 from ocms_tui.widgets.problems_pane import ProblemsPane
 from ocms_tui.widgets.run_list import RunList, RunRow
 from ocms_tui.widgets.safe_text import safe_text

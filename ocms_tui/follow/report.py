@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from enum import IntEnum
 from typing import TYPE_CHECKING, TextIO
 
-from ocms_tui.problems import Problem, Severity, escape_code, replace_unprintable
+from ocms_tui.format.problems import Problem, Severity, escape_code, replace_unprintable
 
 if TYPE_CHECKING:  # the checker pulls in polars: `ocms-tui --version` and `--help` need not
-    from ocms_tui.checker import CheckResult
+    from ocms_tui.follow.checker import CheckResult
 
 
 class ExitCode(IntEnum):

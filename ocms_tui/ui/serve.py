@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from ocms_tui.directories import directory_problem
-from ocms_tui.report import ExitCode
+from ocms_tui.follow.report import ExitCode
+from ocms_tui.format.directories import directory_problem
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000

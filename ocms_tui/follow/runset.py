@@ -11,9 +11,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ocms_tui.model import ChartData, RunModel
-from ocms_tui.problems import Problem
-from ocms_tui.runs import find_runs, name_runs
+from ocms_tui.follow.model import ChartData, RunModel
+from ocms_tui.follow.runs import find_runs, name_runs
+from ocms_tui.format.problems import Problem
 
 RESCAN_SECONDS = 3.0  # how often parents are searched again for new runs
 

@@ -18,8 +18,8 @@ from ocms_recorder import (
     is_valid_name,
 )
 
-from ocms_tui.json_lines import JsonPath, first_line_of, value_lines
-from ocms_tui.problems import Problem, Rule
+from ocms_tui.format.json_lines import JsonPath, first_line_of, value_lines
+from ocms_tui.format.problems import Problem, Rule
 
 Reporter = Callable[[Rule, str, "int | None"], None]
 # The line of the value at a path in metrics.json, or None where the file has no such value.

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ocms_tui.model import RunModel
-from ocms_tui.problems import Problem, Rule
+from ocms_tui.follow.model import RunModel
+from ocms_tui.format.problems import Problem, Rule
 
 
 @dataclass(frozen=True)

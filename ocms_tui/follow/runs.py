@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ocms_recorder import DEFAULT_SUBDIR, METRICS_JSON
 
-from ocms_tui.model import RunModel
+from ocms_tui.follow.model import RunModel
 
 MAX_SEARCH_DEPTH = 4
 MAX_DIRECTORIES_SEARCHED = 5_000

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from ocms_tui.pyramid import MinMaxPyramid, sorted_unique
+from ocms_tui.draw.pyramid import MinMaxPyramid, sorted_unique
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -24,10 +24,10 @@ from ocms_recorder import (
     sanitize_key,
 )
 
-from ocms_tui.checker import CheckResult, check_directory
-from ocms_tui.directories import directory_problem
-from ocms_tui.model import RunModel
-from ocms_tui.report import format_text, printable
+from ocms_tui.follow.checker import CheckResult, check_directory
+from ocms_tui.follow.model import RunModel
+from ocms_tui.follow.report import format_text, printable
+from ocms_tui.format.directories import directory_problem
 
 OK, FAILED = 0, 1
 

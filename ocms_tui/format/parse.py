@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 from ocms_recorder import MAX_STEP, row_width
 
-from ocms_tui.problems import ProblemCollector, Rule
+from ocms_tui.format.problems import ProblemCollector, Rule
 
 # A sign is tolerated as int() and the bulk parser do; the value must still be >= 0.
 STEP_RE = re.compile(rb"[+-]?[0-9]+")

@@ -30,7 +30,7 @@ from ocms_recorder import (
     sanitize_key,
 )
 
-from ocms_tui.scan_sites import (
+from ocms_tui.onboard.scan_sites import (
     ACCELERATOR,
     HF_TRAINER,
     LIGHTNING_TRAINER,
@@ -388,7 +388,7 @@ def scan_project(root: Path) -> ScanResult:
 
 def format_text(result: ScanResult) -> str:
     """A table a person reads in ten seconds. Every file-controlled text is escaped."""
-    from ocms_tui.report import printable
+    from ocms_tui.follow.report import printable
 
     lines = [f"framework: {result.framework or 'none found'}   ({result.files_read} files read)"]
     if result.sites:

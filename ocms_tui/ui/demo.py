@@ -175,10 +175,10 @@ class DemoTraining:
 
 def run_demo(poll: float | None = None) -> int:
     """`ocms-tui --demo`: a live simulated run in a temporary directory, in the dashboard."""
-    from ocms_tui.keys import prefer_quick_escape
+    from ocms_tui.widgets.keys import prefer_quick_escape
 
     prefer_quick_escape()
-    from ocms_tui.app import run_dashboard  # Textual is imported here only
+    from ocms_tui.ui.app import run_dashboard  # Textual is imported here only
 
     with tempfile.TemporaryDirectory(prefix="ocms-demo-") as temporary:
         directory = Path(temporary) / DEFAULT_SUBDIR

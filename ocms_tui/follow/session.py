@@ -18,11 +18,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ocms_tui.problems import Problem
-from ocms_tui.runs import LIVE_SECONDS, RunStatus, quiet_status
-from ocms_tui.runset import RESCAN_SECONDS, OverlayChart, RunSet, TrackedRun, overlay
-from ocms_tui.runset import combined_problems as all_problems
-from ocms_tui.watch import DIRECTORY, Watcher, open_watcher
+from ocms_tui.follow.runs import LIVE_SECONDS, RunStatus, quiet_status
+from ocms_tui.follow.runset import RESCAN_SECONDS, OverlayChart, RunSet, TrackedRun, overlay
+from ocms_tui.follow.runset import combined_problems as all_problems
+from ocms_tui.follow.watch import DIRECTORY, Watcher, open_watcher
+from ocms_tui.format.problems import Problem
 
 # A run streaming rows is read (and shown) at most this often; the first write after a quiet
 # spell is read at once. Below the 1 s a new row may take to reach the screen, with room for

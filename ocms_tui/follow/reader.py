@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ocms_tui.parse import (
+from ocms_tui.format.parse import (
     ChunkContext,
     NativeParse,
     ParsedRows,
@@ -27,7 +27,7 @@ from ocms_tui.parse import (
     parse_chunk,
     start_native_parse,
 )
-from ocms_tui.problems import Problem, ProblemCollector, Rule
+from ocms_tui.format.problems import Problem, ProblemCollector, Rule
 
 # Big enough that polars' per-call cost vanishes, small enough to keep the peak of a load low.
 READ_BLOCK_BYTES = 8 * 1024 * 1024

@@ -31,9 +31,9 @@ import libcst as cst
 import ocms_recorder
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from ocms_tui.report import ExitCode, encodable, printable
-from ocms_tui.scan import ScanResult, chart_groups_source, read_project_file, scan_project
-from ocms_tui.scan_sites import (
+from ocms_tui.follow.report import ExitCode, encodable, printable
+from ocms_tui.onboard.scan import ScanResult, chart_groups_source, read_project_file, scan_project
+from ocms_tui.onboard.scan_sites import (
     ACCELERATOR,
     HF_TRAINER,
     LIGHTNING_TRAINER,

@@ -16,11 +16,11 @@ import numpy as np
 import numpy.typing as npt
 import plotext._utility as plotext_utility
 
-from ocms_tui import plotext_speedups
-from ocms_tui.axis_range import YAxis, y_axis
-from ocms_tui.downsample import M4Memo, SharedColumns, m4
-from ocms_tui.pyramid import MinMaxPyramid
-from ocms_tui.ticks import log_ticks, nice_ticks, spaced_ticks, tick_count, tick_labels
+from ocms_tui.draw import plotext_speedups
+from ocms_tui.draw.axis_range import YAxis, y_axis
+from ocms_tui.draw.downsample import M4Memo, SharedColumns, m4
+from ocms_tui.draw.pyramid import MinMaxPyramid
+from ocms_tui.draw.ticks import log_ticks, nice_ticks, spaced_ticks, tick_count, tick_labels
 
 # plotext's line and braille helpers in numpy: the same characters, a third of the time.
 plotext_speedups.install()

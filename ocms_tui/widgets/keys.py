@@ -1,7 +1,7 @@
 """Every key of the dashboard, as data: the app's and the chart panel's bindings, the footer,
 the help screen and the README's key table are all generated from `KEYS`.
 
-Pure Python, no Textual: `ocms_tui.app` and the widgets turn these rows into `Binding`s.
+Pure Python, no Textual: `ocms_tui.ui.app` and the widgets turn these rows into `Binding`s.
 """
 
 from __future__ import annotations

@@ -18,12 +18,12 @@ from pathlib import Path
 import numpy as np
 from ocms_recorder import CSV_SUFFIX, METRICS_JSON
 
-from ocms_tui.directories import DirectoryProblem, directory_problem
-from ocms_tui.parse import ParsedRows
-from ocms_tui.problems import Problem, Rule
-from ocms_tui.reader import CsvFollower, FileState, Preview, resolve_inside
-from ocms_tui.schema import MAX_METRICS_JSON_BYTES, ChartSpec, parse_schema
-from ocms_tui.series import SeriesStats, SeriesStore, ShownSeries
+from ocms_tui.follow.reader import CsvFollower, FileState, Preview, resolve_inside
+from ocms_tui.follow.series import SeriesStats, SeriesStore, ShownSeries
+from ocms_tui.format.directories import DirectoryProblem, directory_problem
+from ocms_tui.format.parse import ParsedRows
+from ocms_tui.format.problems import Problem, Rule
+from ocms_tui.format.schema import MAX_METRICS_JSON_BYTES, ChartSpec, parse_schema
 
 # Listing a directory with a huge number of entries must stay cheap.
 MAX_DIRECTORY_ENTRIES = 10_000

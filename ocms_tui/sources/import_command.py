@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from ocms_tui.report import ExitCode, encodable, printable
+from ocms_tui.follow.report import ExitCode, encodable, printable
 from ocms_tui.sources import read_source
 from ocms_tui.sources.common import Source, SourceError
 from ocms_tui.sources.fitting import Fit, GroupsSpecError, fit_series, parse_groups_spec

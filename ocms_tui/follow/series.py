@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ocms_tui.downsample import EmaState, ema_extend
-from ocms_tui.parse import ParsedRows
-from ocms_tui.pyramid import MinMaxPyramid
+from ocms_tui.draw.downsample import EmaState, ema_extend
+from ocms_tui.draw.pyramid import MinMaxPyramid
+from ocms_tui.format.parse import ParsedRows
 
 _GROWTH = 1.5
 # Up to this many values per append, running stats are cheaper in plain Python.
