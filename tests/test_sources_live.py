@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ocms_tui.follow.model import RunModel
-from ocms_tui.sources import SourceKind
+from ocms_tui.sources import SourceKind, SourceRun
 from ocms_tui.sources import live as live_module
 from ocms_tui.sources.live import ConvertedSource, ConvertedSources, foreign_kind
 from tests.sources_support import run_cli
@@ -82,7 +82,7 @@ def test_a_growing_event_file_is_converted_again(tmp_path: Path) -> None:
     for step in range(1, 11):
         writer.add_scalar("loss", 1.0 / step, step)
     writer.close()
-    converted = ConvertedSource(tmp_path / "tb", SourceKind.TENSORBOARD, tmp_path / "out")
+    converted = ConvertedSource(SourceRun("", tmp_path / "tb", SourceKind.TENSORBOARD), tmp_path / "out")
     (tmp_path / "out").mkdir()
     assert converted.update()
     assert rows_of(tmp_path / "out") == {"loss": 10}

@@ -1,24 +1,34 @@
-"""`ocms-tui import SRC --out DIR [--groups SPEC]`: another tool's logs as an ocms directory.
+"""`ocms-tui import SRC --out DIR [--groups SPEC] [--framework NAME]`: another tool's logs
+as an ocms directory; a parent of several runs (`output/runs/`, `lightning_logs/`,
+`mlruns/`) as one ocms directory per run, `DIR/<run>/`.
 
 Prints where every series went (chart and y-axis name) and what was left out and why.
 Exit 0 when written, 2 when the source is foreign or broken, the output cannot be written,
-or nothing in the source can be drawn; the source is only read, and a failure leaves no
-output directory.
+or nothing in the source can be drawn; the source is only read, and a failure (or SIGTERM,
+SIGINT) leaves no output directory.
 """
 
 from __future__ import annotations
 
 import argparse
+import secrets
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
 from ocms_tui.follow.report import ExitCode, encodable, printable
-from ocms_tui.sources import read_source
+from ocms_tui.sources import Framework, SourceRun, read_run, source_runs
 from ocms_tui.sources.common import Source, SourceError
 from ocms_tui.sources.fitting import Fit, GroupsSpecError, fit_series, parse_groups_spec
-from ocms_tui.sources.writer import WriteError, Written, write_ocms_directory
+from ocms_tui.sources.signals import Terminated, terminate_cleanly
+from ocms_tui.sources.writer import (
+    WriteError,
+    Written,
+    check_output_path,
+    write_ocms_directory,
+)
 
 
 def build_import_parser() -> argparse.ArgumentParser:
@@ -44,6 +54,12 @@ def build_import_parser() -> argparse.ArgumentParser:
         metavar="SPEC",
         help="charts as 'NAME=PATTERN[,PATTERN];NAME=...' (shell patterns on the source's "
         "names); replaces the default grouping",
+    )
+    parser.add_argument(
+        "--framework",
+        choices=[each.value for each in Framework],
+        help="the framework that wrote the logs, when its tags or layout do not say: its "
+        "live hook's names and charts are used (generic: grouped by name and magnitude)",
     )
     return parser
 
@@ -87,18 +103,91 @@ def _print(lines: Sequence[str], stream: TextIO) -> None:
     stream.flush()
 
 
+def fit_run(source: Source, groups: list | None) -> Fit:
+    return fit_series(
+        source.series,
+        groups or source.chart_groups,
+        use_structure=groups is None,
+        by_magnitude=groups is None and not source.hook_mapped,
+    )
+
+
+def run_directory_name(run: SourceRun) -> str:
+    return run.label or run.path.name or "run"
+
+
 def run_import(arguments: Sequence[str]) -> int:
     options = build_import_parser().parse_args(arguments)
     try:
-        groups = parse_groups_spec(options.groups) if options.groups is not None else None
-        source = read_source(options.source)
-        fit = fit_series(source.series, groups or source.chart_groups, use_structure=groups is None)
-        if not fit.charts:
-            _print(describe(source, fit, None), sys.stderr)
-            raise SourceError(f"{options.source}: no series to write")
-        written = write_ocms_directory(options.out, fit, source.series, [options.source])
+        with terminate_cleanly():
+            return _import(options)
     except (SourceError, WriteError, GroupsSpecError) as error:
         _print([f"ocms-tui import: error: {error}"], sys.stderr)
         return ExitCode.USAGE
-    _print(describe(source, fit, written), sys.stdout)
+    except (Terminated, KeyboardInterrupt):
+        _print(["ocms-tui import: interrupted; nothing written"], sys.stderr)
+        return 130
+
+
+def _import(options: argparse.Namespace) -> int:
+    groups = parse_groups_spec(options.groups) if options.groups is not None else None
+    framework = Framework(options.framework) if options.framework else None
+    found = source_runs(options.source)
+    runs = found.runs
+    sources = [read_run(run, framework) for run in runs]
+    fits = [fit_run(source, groups) for source in sources]
+    for source, fit in zip(sources, fits, strict=True):
+        if not fit.charts and len(runs) == 1:
+            _print(describe(source, fit, None), sys.stderr)
+            raise SourceError(f"{options.source}: no series to write")
+    if len(runs) == 1:
+        written = [write_ocms_directory(options.out, fits[0], sources[0].series, [options.source])]
+    else:
+        written = _write_runs(options.out, runs, sources, fits, options.source)
+    lines = [f"{options.source}: {len(runs)} runs -> {options.out}/<run>/"] if len(runs) > 1 else []
+    lines += [f"note: {note}" for note in found.notes]
+    for source, fit, each in zip(sources, fits, written, strict=True):
+        lines += describe(source, fit, each)
+    _print(lines, sys.stdout)
     return ExitCode.OK
+
+
+def _write_runs(
+    out: Path, runs: Sequence[SourceRun], sources: list[Source], fits: list[Fit], given: Path
+) -> list[Written | None]:
+    """Each run into `out/<run>/`, all or nothing: written into a hidden directory beside
+    `out` and renamed into place once every run is there."""
+    check_output_path(out, [given])
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        # mkdir (not mkdtemp's 0700) so the runs get the user's usual permissions.
+        staging = out.parent / f".{out.name}.{secrets.token_hex(6)}.importing"
+        staging.mkdir()
+    except OSError as error:
+        raise WriteError(f"cannot create {out}: {error.strerror or error}") from None
+    try:
+        written: list[Written | None] = []
+        for run, source, fit in zip(runs, sources, fits, strict=True):
+            if not fit.charts:
+                written.append(None)
+                continue
+            each = write_ocms_directory(
+                staging / run_directory_name(run), fit, source.series, [given]
+            )
+            written.append(each)
+        if not any(written):
+            raise SourceError(f"{given}: no series to write in any of its {len(runs)} runs")
+        if out.is_dir():
+            out.rmdir()
+        staging.rename(out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return [
+        None
+        if each is None
+        else Written(
+            out / run_directory_name(run), each.rows, each.points, each.y_names, each.recorder_notes
+        )
+        for run, each in zip(runs, written, strict=True)
+    ]
