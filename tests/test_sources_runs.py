@@ -151,7 +151,9 @@ def test_lightning_names_from_tags_layout_and_override(tmp_path: Path) -> None:
     assert run_cli("import", str(tmp_path / "tb"), "--out", str(out)).returncode == 0
     assert layout(out)["loss"] == ["train_loss", "val_loss", "train_loss_epoch"]
     generic = tmp_path / "generic"
-    result = run_cli("import", str(tmp_path / "tb"), "--out", str(generic), "--framework", "generic")
+    result = run_cli(
+        "import", str(tmp_path / "tb"), "--out", str(generic), "--framework", "generic"
+    )
     assert result.returncode == 0, result.stderr
     assert "train_loss_step" in {y for names in layout(generic).values() for y in names}
 
