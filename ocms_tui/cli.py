@@ -239,6 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from ocms_tui.sources.common import SourceError
     from ocms_tui.sources.live import ConvertedSources
+    from ocms_tui.sources.signals import Terminated, interrupted_exit_code
     from ocms_tui.sources.writer import WriteError
 
     # Other tools' logs (TensorBoard, trainer_state.json, metrics.csv, mlruns) are converted
@@ -250,6 +251,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SourceError, WriteError) as error:
         print(f"ocms-tui: error: {error}", file=sys.stderr)
         return ExitCode.USAGE
+    except (Terminated, KeyboardInterrupt) as stop:  # the conversions are removed by now
+        print("ocms-tui: interrupted", file=sys.stderr)
+        return interrupted_exit_code(stop)
 
 
 def _dispatch(

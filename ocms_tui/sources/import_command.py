@@ -22,7 +22,7 @@ from ocms_tui.follow.report import ExitCode, encodable, printable
 from ocms_tui.sources import Framework, SourceRun, read_run, source_runs
 from ocms_tui.sources.common import Source, SourceError
 from ocms_tui.sources.fitting import Fit, GroupsSpecError, fit_series, parse_groups_spec
-from ocms_tui.sources.signals import Terminated, terminate_cleanly
+from ocms_tui.sources.signals import Terminated, interrupted_exit_code, terminate_cleanly
 from ocms_tui.sources.writer import (
     WriteError,
     Written,
@@ -124,9 +124,9 @@ def run_import(arguments: Sequence[str]) -> int:
     except (SourceError, WriteError, GroupsSpecError) as error:
         _print([f"ocms-tui import: error: {error}"], sys.stderr)
         return ExitCode.USAGE
-    except (Terminated, KeyboardInterrupt):
+    except (Terminated, KeyboardInterrupt) as stop:
         _print(["ocms-tui import: interrupted; nothing written"], sys.stderr)
-        return 130
+        return interrupted_exit_code(stop)
 
 
 def _import(options: argparse.Namespace) -> int:

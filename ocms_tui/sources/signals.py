@@ -32,3 +32,8 @@ def terminate_cleanly() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def interrupted_exit_code(stop: BaseException) -> int:
+    """128 + the signal's number, as a shell reports a process a signal ended."""
+    return 128 + (signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT)
