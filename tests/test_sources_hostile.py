@@ -162,20 +162,32 @@ def big_mlflow_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "0" / "big"
 
 
+def writing_under(scratch: Path) -> bool:
+    """A `.importing` directory below `scratch` (os.walk: files come and go meanwhile)."""
+    return any(
+        ".importing" in name for _, directories, _ in os.walk(scratch) for name in directories
+    )
+
+
+def interrupt_while_writing(arguments: list[str], scratch: Path, signal_number: int) -> None:
+    """Start `ocms-tui ARGUMENTS`, signal it once a `.importing` directory is under
+    `scratch` (mid-write), and check it ends quietly with nothing left in `scratch`."""
+    process = start(arguments, env={"TMPDIR": str(scratch)})
+    wait_for(lambda: writing_under(scratch), process)
+    process.send_signal(signal_number)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 128 + signal_number, stderr
+    assert "Traceback" not in stderr
+    assert os.listdir(scratch) == []
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_mid_import_leaves_nothing_behind(
     big_mlflow_run: Path, tmp_path: Path, signal_number: int
 ) -> None:
-    out = tmp_path / "out"
-    process = start(["import", str(big_mlflow_run), "--out", str(out)])
-    # Mid-write: the hidden directory it writes into is there.
-    wait_for(lambda: any(name.endswith(".importing") for name in os.listdir(tmp_path)), process)
-    process.send_signal(signal_number)
-    _, stderr = process.communicate(timeout=120)
-    assert process.returncode == 128 + signal_number, stderr
-    assert "Traceback" not in stderr
-    assert os.listdir(tmp_path) == []
+    arguments = ["import", str(big_mlflow_run), "--out", str(tmp_path / "out")]
+    interrupt_while_writing(arguments, tmp_path, signal_number)
 
 
 @pytest.mark.slow
@@ -183,16 +195,7 @@ def test_a_signal_mid_import_leaves_nothing_behind(
 def test_a_signal_mid_check_of_a_source_leaves_no_conversion(
     big_mlflow_run: Path, tmp_path: Path, signal_number: int
 ) -> None:
-    private_tmp = tmp_path / "tmp"
-    private_tmp.mkdir()
-    process = start(["--check", str(big_mlflow_run)], env={"TMPDIR": str(private_tmp)})
-    # Mid-conversion: the directory it writes into is there.
-    wait_for(lambda: any(".importing" in path.name for path in private_tmp.rglob("*")), process)
-    process.send_signal(signal_number)
-    _, stderr = process.communicate(timeout=120)
-    assert process.returncode == 128 + signal_number, stderr
-    assert "Traceback" not in stderr
-    assert os.listdir(private_tmp) == []
+    interrupt_while_writing(["--check", str(big_mlflow_run)], tmp_path, signal_number)
 
 
 @pytest.mark.slow
