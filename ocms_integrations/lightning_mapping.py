@@ -62,6 +62,19 @@ LIGHTNING_CHART_GROUPS: list[ChartGroup] = chart_groups_with(
 )
 
 
+def is_training_step_name(key: str) -> bool:
+    """A name Lightning logs at training steps by default (`self.log` in `training_step`):
+    not the epoch, a LearningRateMonitor rate, an `_epoch` fork, nor a validation or test
+    metric. (An `on_epoch`-only training metric looks the same: the `_step` forks, when
+    there are any, are the surer sign.)"""
+    return (
+        key != "epoch"
+        and not key.startswith(MONITOR_PREFIX)
+        and not key.endswith(EPOCH_SUFFIX)
+        and not key.startswith(tuple(p for p in _STAGE_PREFIXES if not p.startswith("train")))
+    )
+
+
 def hook_names(names: Iterable[str]) -> dict[str, str]:
     """Each name Lightning handed its loggers -> the name the live callback records:
     `name_step` becomes `name` when `name_epoch` is logged too (both forks of one

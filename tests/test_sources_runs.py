@@ -217,3 +217,25 @@ def test_the_kind_of_each_run_is_kept(tmp_path: Path) -> None:
     write_hf_like_run(tmp_path / "runs" / "x")
     (run,) = source_runs(tmp_path / "runs").runs
     assert run.kind is SourceKind.TENSORBOARD and run.path == tmp_path / "runs" / "x"
+
+
+def test_lightning_epoch_without_step_forks_follows_the_training_logs(tmp_path: Path) -> None:
+    version = tmp_path / "lightning_logs" / "version_0"
+    writer = tensorboardX.SummaryWriter(str(version))
+    for step in range(8):  # 4 batches per epoch; `self.log("loss", ...)` every 2 batches
+        if step % 2 == 1:
+            writer.add_scalar("loss", 1.0 / (step + 1), step)
+            writer.add_scalar("epoch", step // 4, step)
+        if step % 4 == 3:
+            writer.add_scalar("val_loss", 0.5, step)
+            writer.add_scalar("epoch", step // 4, step)
+    writer.close()
+    (version / "hparams.yaml").write_text("{}\n")  # Lightning's layout says which framework
+    (run,) = source_runs(tmp_path / "lightning_logs").runs
+    epoch = next(each for each in read_run(run).series if each.name == "epoch")
+    assert list(zip(epoch.steps.tolist(), epoch.values.tolist(), strict=True)) == [
+        (1, 0.5),
+        (3, 1.0),
+        (5, 1.5),
+        (7, 2.0),
+    ]

@@ -29,6 +29,7 @@ from ocms_integrations.lightning_mapping import (
     STEP_SUFFIX,
     fractional_epochs,
     hook_names,
+    is_training_step_name,
 )
 from ocms_tui.sources.common import Series, Source, SourceKind
 
@@ -127,9 +128,10 @@ def _as_lightning(source: Source) -> Source:
     renamed = hook_names(each.name for each in source.series)
     series = [dataclasses.replace(each, name=renamed[each.name]) for each in source.series]
     forks = [each for each in series if renamed.get(each.name + STEP_SUFFIX) == each.name]
+    logged_at_steps = forks or [each for each in series if is_training_step_name(each.name)]
     epoch = next((each for each in series if each.name == EPOCH), None)
-    if epoch is not None and forks:
-        training_steps = np.unique(np.concatenate([each.steps for each in forks]))
+    if epoch is not None and logged_at_steps:
+        training_steps = np.unique(np.concatenate([each.steps for each in logged_at_steps]))
         points = fractional_epochs(
             epoch.steps.tolist(), epoch.values.tolist(), training_steps.tolist()
         )
