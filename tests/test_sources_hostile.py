@@ -61,9 +61,11 @@ def test_a_length_checksum_error_mid_file_keeps_what_came_before_file_or_directo
     check = run_cli("--check", str(run))
     assert check.returncode == 0
     lines = check.stdout.splitlines()
-    assert f"warning source-problem {path}: offset {damaged_at}" in lines[0]
+    assert f"{path}: warning source-problem offset {damaged_at}: length checksum" in lines[0]
     assert "ok: 0 error(s), 1 warning(s)" in lines[-1]  # never a plain ok
     assert "ocms-tui-import" not in check.stdout  # never the temp conversion's path
+    github = run_cli("--check", str(run), "--format", "github")
+    assert f"::warning file={path},title=source-problem::offset {damaged_at}" in github.stdout
 
 
 def test_more_event_files_than_are_read_says_what_was_left_out(tmp_path: Path) -> None:

@@ -179,6 +179,15 @@ class ConvertedSource:
             appender.finish()
 
 
+def _source_problem(note: str) -> Problem:
+    """A reader's note as a problem of the file it names (`<file>: offset 88: ...`), so
+    that every report format, GitHub annotations too, points at the source's own file."""
+    head, separator, rest = note.partition(": ")
+    if separator and os.path.isfile(head):
+        return Problem(Rule.SOURCE_PROBLEM, os.path.abspath(head), rest)
+    return Problem(Rule.SOURCE_PROBLEM, ".", note)
+
+
 class ConvertedSources:
     """`with ConvertedSources(paths) as paths:` the paths with every foreign source replaced
     by its converted ocms directory, followed in a thread while the block runs."""
@@ -244,7 +253,7 @@ class ConvertedSources:
             if converted is None:
                 named.append(result)
                 continue
-            own = tuple(Problem(Rule.SOURCE_PROBLEM, ".", note) for note in converted.problems)
+            own = tuple(_source_problem(note) for note in converted.problems)
             named.append(
                 dataclasses.replace(
                     result,
