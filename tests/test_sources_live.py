@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from ocms_tui.follow.model import RunModel
+from ocms_tui.follow.runs import find_runs
 from ocms_tui.sources import SourceKind, SourceRun
 from ocms_tui.sources import live as live_module
 from ocms_tui.sources.live import ConvertedSource, ConvertedSources, foreign_kind
@@ -177,6 +178,32 @@ def test_a_source_written_hours_ago_is_named_by_its_path_and_not_live(tmp_path: 
     assert str(scratch) not in text and "ocms-tui-import" not in text
 
     with ConvertedSources([runs], follow=False) as paths:
-        (converted,) = [RunModel(directory) for directory in paths]
+        (directory,) = find_runs(paths)
+        assert directory.name == "Dec05_05-07-44_host"  # the run list's name for it
+        converted = RunModel(directory)
         converted.load_settled()
         assert converted.last_write == pytest.approx(hours_ago, abs=1)
+
+
+def test_a_run_started_under_an_opened_parent_is_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(live_module, "FOLLOW_SECONDS", 0.05)
+    runs = tmp_path / "runs"
+
+    def start_run(name: str) -> None:
+        writer = tensorboardX.SummaryWriter(str(runs / name))
+        for step in range(1, 6):
+            writer.add_scalar("loss", 1.0 / step, step)
+        writer.close()
+
+    start_run("first")
+    with ConvertedSources([runs]) as paths:
+        assert [directory.name for directory in find_runs(paths)] == ["first"]
+        start_run("second")
+        deadline = time.monotonic() + 30
+        while len(find_runs(paths)) < 2:
+            assert time.monotonic() < deadline, "the new run never appeared"
+            time.sleep(0.05)
+        (second,) = [directory for directory in find_runs(paths) if directory.name == "second"]
+        assert rows_of(second) == {"loss": 5}

@@ -16,6 +16,7 @@ import os
 import shutil
 import tempfile
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -34,6 +35,7 @@ from ocms_tui.sources.tensorboard import TensorBoardSource
 from ocms_tui.sources.writer import merged_rows, open_appender, write_ocms_directory
 
 FOLLOW_SECONDS = 2.0
+DISCOVER_EVERY_ROUNDS = 5  # a parent is searched for new runs every 10 seconds
 MAX_SIGNATURE_FILES = 10_000
 
 
@@ -199,6 +201,7 @@ class ConvertedSources:
         self.notes: tuple[str, ...] = ()  # what the search for runs left out
         self._signals = contextlib.ExitStack()
         self._named: list[str] = []  # each path as given, a foreign one with its kind
+        self._parents: list[tuple[Path, Path]] = []  # (a foreign path, its converted base)
         self._root: Path | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -220,11 +223,8 @@ class ConvertedSources:
                 found = source_runs(path)
                 self.notes += found.notes
                 base = self._directory_for(path, kind)
-                for run in found.runs:
-                    directory = base / run.label if run.label and len(found.runs) > 1 else base
-                    directory.mkdir(parents=True, exist_ok=True)
-                    converted = ConvertedSource(run, directory)
-                    self.converted.append(converted)
+                self._parents.append((path, base))
+                for converted in self._add_runs(base, found.runs):
                     converted.update()
                 result.append(base)
         except BaseException:
@@ -286,8 +286,34 @@ class ConvertedSources:
         (parent / name).mkdir()
         return parent / name
 
+    def _add_runs(self, base: Path, runs: Sequence[SourceRun]) -> list[ConvertedSource]:
+        """A converted directory for each run not converted yet: `base` for the path given
+        when it is one run, `base/<run>/` for each run of a parent."""
+        known = {converted.path for converted in self.converted}
+        added = []
+        for run in runs:
+            if run.path in known:
+                continue
+            directory = base / run.label if run.label else base
+            directory.mkdir(parents=True, exist_ok=True)
+            added.append(ConvertedSource(run, directory))
+        self.converted += added
+        return added
+
+    def _new_runs(self) -> None:
+        """Runs started under a parent since it was opened (a new `runs/<name>/`)."""
+        for path, base in self._parents:
+            try:
+                self._add_runs(base, source_runs(path).runs)
+            except Exception:  # the parent mid-change: look again next time
+                continue
+
     def _follow(self) -> None:
+        rounds = 0
         while not self._stop.wait(FOLLOW_SECONDS):
+            rounds += 1
+            if rounds % DISCOVER_EVERY_ROUNDS == 0:
+                self._new_runs()
             for converted in self.converted:
                 try:
                     converted.update()
