@@ -239,3 +239,22 @@ def test_lightning_epoch_without_step_forks_follows_the_training_logs(tmp_path: 
         (5, 1.5),
         (7, 2.0),
     ]
+
+
+def test_several_runs_are_written_all_or_nothing(tmp_path: Path) -> None:
+    store = tmp_path / "mlruns"
+    for run_id, text in (("r1", "not a metric line\n"), ("r2", "also not\n")):
+        (store / "0" / run_id / "metrics").mkdir(parents=True)
+        (store / "0" / run_id / "meta.yaml").write_text(f"run_id: {run_id}\n")
+        (store / "0" / run_id / "metrics" / "loss").write_text(text)
+    out = tmp_path / "new" / "parent" / "out"
+    result = run_cli("import", str(store), "--out", str(out))
+    assert result.returncode == 2
+    assert "no series to write in any of its 2 runs" in result.stderr
+    assert sorted(os.listdir(tmp_path)) == ["mlruns"]  # nor its parents, nor a hidden one
+
+    (store / "0" / "r2" / "metrics" / "loss").write_text("1 0.5 0\n2 0.4 1\n")
+    result = run_cli("import", str(store), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.relative_to(out).as_posix() for p in out.glob("*/*")) == ["0/r2"]
+    assert "not 'timestamp value step'" in result.stdout  # what r1 held, said

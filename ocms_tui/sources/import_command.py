@@ -11,12 +11,15 @@ SIGINT) leaves no output directory.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import secrets
 import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
+
+from ocms_recorder import ChartGroup
 
 from ocms_tui.follow.report import ExitCode, encodable, printable
 from ocms_tui.sources import Framework, SourceRun, read_run, source_runs
@@ -103,7 +106,10 @@ def _print(lines: Sequence[str], stream: TextIO) -> None:
     stream.flush()
 
 
-def fit_run(source: Source, groups: list | None) -> Fit:
+def fit_run(source: Source, groups: list[ChartGroup] | None) -> Fit:
+    """The charts of one run: `--groups` alone when given; else the source's groups, then
+    its names, and for a generic log magnitude bands (never for a hook's mapping, whose
+    charts the live hook's must equal)."""
     return fit_series(
         source.series,
         groups or source.chart_groups,
@@ -133,61 +139,65 @@ def _import(options: argparse.Namespace) -> int:
     groups = parse_groups_spec(options.groups) if options.groups is not None else None
     framework = Framework(options.framework) if options.framework else None
     found = source_runs(options.source)
-    runs = found.runs
-    sources = [read_run(run, framework) for run in runs]
-    fits = [fit_run(source, groups) for source in sources]
-    for source, fit in zip(sources, fits, strict=True):
-        if not fit.charts and len(runs) == 1:
+    if len(found.runs) == 1:
+        source = read_run(found.runs[0], framework)
+        fit = fit_run(source, groups)
+        if not fit.charts:
             _print(describe(source, fit, None), sys.stderr)
             raise SourceError(f"{options.source}: no series to write")
-    if len(runs) == 1:
-        written = [write_ocms_directory(options.out, fits[0], sources[0].series, [options.source])]
-    else:
-        written = _write_runs(options.out, runs, sources, fits, options.source)
-    lines = [f"{options.source}: {len(runs)} runs -> {options.out}/<run>/"] if len(runs) > 1 else []
-    lines += [f"note: {note}" for note in found.notes]
-    for source, fit, each in zip(sources, fits, written, strict=True):
-        lines += describe(source, fit, each)
-    _print(lines, sys.stdout)
+        written = write_ocms_directory(options.out, fit, source.series, [options.source])
+        _print([f"note: {note}" for note in found.notes], sys.stdout)
+        _print(describe(source, fit, written), sys.stdout)
+        return ExitCode.OK
+    reports = _write_runs(options.out, found.runs, options.source, framework, groups)
+    _print([f"{options.source}: {len(found.runs)} runs -> {options.out}/<run>/"], sys.stdout)
+    _print([f"note: {note}" for note in found.notes] + reports, sys.stdout)
     return ExitCode.OK
 
 
 def _write_runs(
-    out: Path, runs: Sequence[SourceRun], sources: list[Source], fits: list[Fit], given: Path
-) -> list[Written | None]:
-    """Each run into `out/<run>/`, all or nothing: written into a hidden directory beside
-    `out` and renamed into place once every run is there."""
+    out: Path,
+    runs: Sequence[SourceRun],
+    given: Path,
+    framework: Framework | None,
+    groups: list[ChartGroup] | None,
+) -> list[str]:
+    """Each run into `out/<run>/`, one run in memory at a time, all or nothing: written
+    into a hidden directory beside `out`, renamed into place once every run is there.
+    Returns the report of each run."""
     check_output_path(out, [given])
+    # The outermost directory that `out` needs and is not there: removed on failure.
+    created = next((each for each in reversed(out.parents) if not each.exists()), None)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         # mkdir (not mkdtemp's 0700) so the runs get the user's usual permissions.
         staging = out.parent / f".{out.name}.{secrets.token_hex(6)}.importing"
         staging.mkdir()
     except OSError as error:
+        if created is not None:
+            shutil.rmtree(created, ignore_errors=True)
         raise WriteError(f"cannot create {out}: {error.strerror or error}") from None
     try:
-        written: list[Written | None] = []
-        for run, source, fit in zip(runs, sources, fits, strict=True):
-            if not fit.charts:
-                written.append(None)
-                continue
-            each = write_ocms_directory(
-                staging / run_directory_name(run), fit, source.series, [given]
-            )
-            written.append(each)
-        if not any(written):
+        reports: list[str] = []
+        runs_written = 0
+        for run in runs:
+            source = read_run(run, framework)
+            fit = fit_run(source, groups)
+            written = None
+            if fit.charts:
+                name = run_directory_name(run)
+                written = write_ocms_directory(staging / name, fit, source.series, [given])
+                written = dataclasses.replace(written, directory=out / name)
+                runs_written += 1
+            reports += describe(source, fit, written)
+        if not runs_written:
             raise SourceError(f"{given}: no series to write in any of its {len(runs)} runs")
         if out.is_dir():
             out.rmdir()
         staging.rename(out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
+        if created is not None:
+            shutil.rmtree(created, ignore_errors=True)
         raise
-    return [
-        None
-        if each is None
-        else Written(
-            out / run_directory_name(run), each.rows, each.points, each.y_names, each.recorder_notes
-        )
-        for run, each in zip(runs, written, strict=True)
-    ]
+    return reports
