@@ -56,6 +56,9 @@ class Rule(str, Enum):
     NON_FINITE = "non-finite"
     PARTIAL_LINE = "partial-line"
     EMPTY_CHART = "empty-chart"
+    # Another tool's log opened directly: what its reader said (a damaged event file, rows
+    # left out), named by the source's own files.
+    SOURCE_PROBLEM = "source-problem"
 
     @property
     def severity(self) -> Severity:
@@ -68,6 +71,7 @@ _WARNINGS = {
     Rule.NON_FINITE,
     Rule.PARTIAL_LINE,
     Rule.EMPTY_CHART,
+    Rule.SOURCE_PROBLEM,
 }
 _SEVERITY = {rule: Severity.WARNING if rule in _WARNINGS else Severity.ERROR for rule in Rule}
 
