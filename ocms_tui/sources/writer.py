@@ -34,6 +34,7 @@ from ocms_recorder import (
     write_layout,
 )
 
+from ocms_tui.format.output_files import process_umask
 from ocms_tui.sources.common import Series
 from ocms_tui.sources.fitting import Fit
 
@@ -342,24 +343,14 @@ def check_output_path(out: Path, sources: list[Path]) -> None:
         raise WriteError(f"cannot use {out}: {error.strerror or error}") from None
     if occupied:
         raise WriteError(f"{out} already exists; give a new directory to --out")
+    nearest = next((parent for parent in out.parents if parent.exists()), None)
+    if nearest is not None and not nearest.is_dir():
+        raise WriteError(f"cannot create {out}: {nearest} is a file, not a directory")
     resolved = out.resolve()
     for source in sources:
         root = source.resolve()
         if resolved == root or root in resolved.parents:
             raise WriteError(f"{out} is inside the source {source}, which is only read")
-
-
-def _umask() -> int:
-    """The process umask, read without changing it (os.umask would, for a moment, for every
-    thread; the dashboard converts sources in a thread)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    return 0o022
 
 
 def _missing_ancestor(path: Path) -> Path | None:
@@ -419,7 +410,7 @@ def _write_into_place(out: Path, fit: Fit, series: list[Series]) -> Written:
         written = write_rows(temp, fit, series)
         if not written.rows:
             raise WriteError(f"nothing to write to {out}: no value at a step 0 .. {MAX_STEP}")
-        os.chmod(temp, 0o777 & ~_umask())  # mkdtemp's 0700 is for while it is incomplete
+        os.chmod(temp, 0o777 & ~process_umask())  # mkdtemp's 0700 is for while it is incomplete
         if out.is_dir():
             out.rmdir()  # empty (checked above): rename needs the name free
         os.rename(temp, out)
