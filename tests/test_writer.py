@@ -41,10 +41,12 @@ def _series(name: str, points: list[tuple[int, float]]) -> Series:
 
 
 def _files(directory: Path) -> dict[str, tuple[bytes, int]]:
-    """Every file the directory holds: its bytes and permission bits."""
+    """Every file of the format the directory holds (metrics.json and the CSVs, not a
+    dot-file such as a recorder's own notes): its bytes and permission bits."""
     return {
         entry.name: (Path(entry.path).read_bytes(), stat.S_IMODE(entry.stat().st_mode))
         for entry in os.scandir(directory)
+        if not entry.name.startswith(".")
     }
 
 
