@@ -363,6 +363,11 @@ def _missing_ancestor(path: Path) -> Path | None:
     return missing
 
 
+_STOP_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
+
 @contextlib.contextmanager
 def _signals_raise() -> Iterator[None]:
     """SIGTERM and SIGHUP raise SystemExit inside the block, as Ctrl-C raises
@@ -377,8 +382,8 @@ def _signals_raise() -> Iterator[None]:
         raise SystemExit(128 + signum)
 
     kept = {}
-    for number in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
-        if number is not None and signal.getsignal(number) is signal.SIG_DFL:
+    for number in _STOP_SIGNALS:
+        if number != signal.SIGINT and signal.getsignal(number) is signal.SIG_DFL:
             kept[number] = signal.signal(number, stop)
     try:
         yield
@@ -387,10 +392,25 @@ def _signals_raise() -> Iterator[None]:
             signal.signal(number, handler)
 
 
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """The stop signals wait (blocked) until the block ends: a step and the note that it
+    was done happen together, so the cleanup knows exactly what to undo."""
+    block = getattr(signal, "pthread_sigmask", None)
+    if block is None:
+        yield
+        return
+    previous = block(signal.SIG_BLOCK, _STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        block(signal.SIG_SETMASK, previous)
+
+
 def write_ocms_directory(out: Path, fit: Fit, series: list[Series], sources: list[Path]) -> Written:
     """Write into a temp directory beside `out`, rename it to `out` when complete. On any
-    failure or interruption nothing is left: neither the temp directory nor parents
-    created for `out`."""
+    failure or interruption before that rename nothing is left: neither the temp
+    directory nor parents created for `out`."""
     check_output_path(out, sources)
     with _signals_raise():
         return _write_into_place(out, fit, series)
@@ -399,12 +419,14 @@ def write_ocms_directory(out: Path, fit: Fit, series: list[Series], sources: lis
 def _write_into_place(out: Path, fit: Fit, series: list[Series]) -> Written:
     created = _missing_ancestor(out)
     temp: Path | None = None
+    renamed = False
     try:
         try:
             out.parent.mkdir(parents=True, exist_ok=True)
-            temp = Path(
-                tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".importing", dir=out.parent)
-            )
+            with _signals_held():
+                temp = Path(
+                    tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".importing", dir=out.parent)
+                )
         except OSError as error:
             raise WriteError(f"cannot create {out}: {error.strerror or error}") from None
         written = write_rows(temp, fit, series)
@@ -413,12 +435,15 @@ def _write_into_place(out: Path, fit: Fit, series: list[Series]) -> Written:
         os.chmod(temp, 0o777 & ~process_umask())  # mkdtemp's 0700 is for while it is incomplete
         if out.is_dir():
             out.rmdir()  # empty (checked above): rename needs the name free
-        os.rename(temp, out)
+        with _signals_held():
+            os.rename(temp, out)
+            renamed = True
     except BaseException as error:
-        if temp is not None:
-            shutil.rmtree(temp, ignore_errors=True)
-        if created is not None:
-            shutil.rmtree(created, ignore_errors=True)
+        if not renamed:  # a signal after the rename ends the process; the output stands
+            if temp is not None:
+                shutil.rmtree(temp, ignore_errors=True)
+            if created is not None:
+                shutil.rmtree(created, ignore_errors=True)
         if isinstance(error, OSError):
             raise WriteError(f"cannot write {out}: {error.strerror or error}") from None
         raise
