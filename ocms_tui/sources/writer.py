@@ -303,7 +303,11 @@ def record_rows(directory: Path, fit: Fit, series: list[Series]) -> Written:
             if 0 <= step <= MAX_STEP:
                 met.update(dict.fromkeys(row))
         recorder.finish()
-        routes = {key: (chart, name) for key, chart, name in recorder.preview(met) if chart}
+        routes = {
+            key: (chart, name)
+            for key, chart, name in recorder.preview(met)
+            if chart is not None and name is not None
+        }
     finally:
         logger.removeHandler(collect)
     expected_rows: dict[str, int] = {}
@@ -314,7 +318,7 @@ def record_rows(directory: Path, fit: Fit, series: list[Series]) -> Written:
         for chart in set(charts):
             expected_rows[chart] = expected_rows.get(chart, 0) + 1
     _check_rows(directory, expected_rows, collect.messages)
-    return Written(directory, sum(expected_rows.values()), points, routes, tuple(collect.messages))  # type: ignore[arg-type]
+    return Written(directory, sum(expected_rows.values()), points, routes, tuple(collect.messages))
 
 
 def _check_rows(directory: Path, expected_rows: dict[str, int], notes: list[str]) -> None:
