@@ -8,8 +8,11 @@ rendered; the real CLI runs as a subprocess on real FIFOs, sockets, devices and 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import stat
+import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -131,30 +134,37 @@ def _umask() -> int:
     return mask
 
 
-def test_a_read_only_file_is_refused_for_a_non_root_user(tmp_path: Path) -> None:
+def test_a_read_only_file_is_refused_for_a_non_root_user() -> None:
     user = unprivileged()
     if user is None:
         pytest.skip("needs root with setpriv and an interpreter uid 65534 can run")
     prefix, python = user
-    base = tmp_path / "base"
-    base.mkdir(mode=0o777)
-    base.chmod(0o777)
-    tmp_path.chmod(0o755)
-    run = base / "run"
-    run.mkdir()
-    write_layout(run, {"loss": ["loss"]})
-    (run / "loss.csv").write_text("1,0.5\n")
-    for path in (run, run / "metrics.json", run / "loss.csv"):
-        path.chmod(0o755 if path.is_dir() else 0o644)
-    read_only = base / "read-only.svg"
-    read_only.write_text("keep me")
-    read_only.chmod(0o444)
-    result = run_cli(
-        str(run), "--snapshot", str(read_only), prefix=prefix, python=python, cwd=Path("/")
-    )
-    assert result.returncode == ExitCode.USAGE
-    assert f"{read_only} cannot be written: Permission denied" in result.stderr
-    assert read_only.read_text() == "keep me"
+    # pytest's own temporary directories are private to root: use one the user can reach.
+    base = Path(tempfile.mkdtemp(prefix="ocms-output-perm-"))
+    try:
+        base.chmod(0o777)
+        run = base / "run"
+        run.mkdir(mode=0o755)
+        write_layout(run, {"loss": ["loss"]})
+        (run / "loss.csv").write_text("1,0.5\n")
+        for path in (run / "metrics.json", run / "loss.csv"):
+            path.chmod(0o644)
+        read_only = base / "read-only.svg"
+        read_only.write_text("keep me")
+        read_only.chmod(0o444)
+
+        def as_user(out: Path) -> subprocess.CompletedProcess[str]:
+            return run_cli(str(run), "--snapshot", str(out), prefix=prefix, python=python)
+
+        refused = as_user(read_only)
+        assert refused.returncode == ExitCode.USAGE
+        assert f"{read_only} cannot be written: Permission denied" in refused.stderr
+        assert read_only.read_text() == "keep me"
+        written = as_user(base / "ok.svg")  # the same user, the same directory: written
+        assert written.returncode == ExitCode.OK, written.stderr
+        assert (base / "ok.svg").read_text().startswith("<svg")
+    finally:
+        shutil.rmtree(base)
 
 
 def test_output_file_answers_without_opening_anything(
