@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -236,6 +235,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Each browser session runs `ocms-tui PATHS`, which converts other tools' logs
         # itself; the server stays light (no reader, no polars).
         return _dispatch(options, paths)
+    if options.snapshot is not None:
+        from ocms_tui.format.output_files import output_file
+
+        _, problem = output_file(options.snapshot)
+        if problem is not None:  # before sources are converted or anything is rendered
+            return _fail(f"--snapshot: {problem}")
 
     from ocms_tui.sources.common import SourceError
     from ocms_tui.sources.live import ConvertedSources
@@ -332,28 +337,17 @@ def _fail(message: str) -> int:
     return ExitCode.USAGE
 
 
-def _output_problem(out_path: Path) -> str | None:
-    """Why an SVG cannot be written at `out_path` (checked before rendering), or None."""
-    try:
-        if stat.S_ISDIR(os.stat(out_path).st_mode):
-            return f"{out_path} is a directory; name a file like {out_path / 'dashboard.svg'}"
-    except FileNotFoundError:
-        pass
-    except OSError as error:
-        return f"{out_path} cannot be written: {error.strerror or error}"
-    problem = directory_problem(out_path.parent)
-    return None if problem is None else f"{out_path} cannot be written: {problem.message}"
-
-
 def _snapshot(
     paths: list[Path], out_path: Path, size: tuple[int, int], label: str | None = None
 ) -> int:
     """Render once to an SVG; a usage error when there is nothing to render or nowhere to
-    write it, both checked before the dashboard starts."""
+    write it (a FIFO, a device, a directory...: see format/output_files.py), both checked
+    before the dashboard starts. The SVG replaces the file whole (temp file, rename)."""
     from ocms_tui.follow.runs import find_runs
+    from ocms_tui.format.output_files import output_file, replace_file
 
-    output_problem = _output_problem(out_path)
-    if output_problem is not None:
+    target, output_problem = output_file(out_path)
+    if target is None:
         return _fail(f"--snapshot: {output_problem}")
     nothing_there = []
     for directory in find_runs(paths):
@@ -367,7 +361,12 @@ def _snapshot(
     from ocms_tui.ui.app import save_snapshot
 
     try:
-        save_snapshot(paths, out_path, size=size, **({"directory_label": label} if label else {}))
+        replace_file(
+            target,
+            lambda temp: save_snapshot(
+                paths, temp, size=size, **({"directory_label": label} if label else {})
+            ),
+        )
     except OSError as error:
         return _fail(f"--snapshot: cannot write {out_path}: {error.strerror or error}")
     print(f"wrote {printable(str(out_path))}")

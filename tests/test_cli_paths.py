@@ -172,7 +172,10 @@ def test_a_directory_without_permission_as_a_non_root_user(run_dir: Path) -> Non
         assert f"the directory {locked / 'run'} cannot be opened: Permission denied" in (
             inside.stdout
         )
-        snapshot = as_user(str(locked / "run"), "--snapshot", str(base / "x.svg"))
+        writable = base / "writable"
+        writable.mkdir(mode=0o777)
+        writable.chmod(0o777)
+        snapshot = as_user(str(locked / "run"), "--snapshot", str(writable / "x.svg"))
         assert snapshot.returncode == ExitCode.USAGE
         assert "nothing to snapshot" in snapshot.stderr and "Permission denied" in snapshot.stderr
         shutil.copytree(run_dir, base / "readable")
@@ -181,7 +184,10 @@ def test_a_directory_without_permission_as_a_non_root_user(run_dir: Path) -> Non
         assert f"{locked / 'x.svg'} cannot be written: Permission denied" in into.stderr
         not_writable = as_user(str(base / "readable"), "--snapshot", str(base / "x.svg"))
         assert not_writable.returncode == ExitCode.USAGE  # base is root's 0755 directory
-        assert f"cannot write {base / 'x.svg'}: Permission denied" in not_writable.stderr
+        assert (
+            f"{base / 'x.svg'} cannot be written: the directory {base} is not writable for this "
+            "user (Permission denied)"
+        ) in not_writable.stderr
     finally:
         locked.chmod(0o755)
         shutil.rmtree(base)

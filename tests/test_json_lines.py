@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ocms_tui.format.json_lines import first_line_of, value_lines
+from ocms_tui.format.json_lines import first_line_of, json_int, value_lines
 
 # "loss" is first a y-axis entry of chart "a", then the name of the second chart; "version"
 # is not on line 1; a string holds escaped quotes, brackets and a colon.
@@ -78,3 +78,24 @@ def test_values_keep_refuses_are_skipped_whole_and_the_lines_after_them_stay_rig
     )
     # "pad" is skipped unscanned, "list" stops after index 1; "v" keeps its own line.
     assert wanted == {(): 1, ("list",): 6, ("list", 0): 6, ("list", 1): 7, ("v",): 10}
+
+
+def test_integers_past_what_int_converts_are_doubles_as_json_parse_reads_them() -> None:
+    assert json_int("-" + "0" * 5000 + "7") == -7
+    assert json_int("1" * 4301) == float("inf")
+    assert json_int("-" + "1" * 5000) == float("-inf")
+    assert json.loads("[" + "1" * 5000 + "]", parse_int=json_int) == [float("inf")]
+
+
+def test_a_skipped_value_holding_a_5000_digit_number_keeps_the_lines_after_it() -> None:
+    text = '{"extra": [1, ' + "9" * 5000 + '],\n"charts": [\n{"name": "a"}]}'
+
+    def keep(path: tuple[str | int, ...]) -> bool:
+        return not path or path[0] == "charts"
+
+    assert value_lines(text, keep) == {
+        (): 1,
+        ("charts",): 2,
+        ("charts", 0): 3,
+        ("charts", 0, "name"): 3,
+    }

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ocms_tui.format.parse import ChunkContext, ParsedRows, parse_chunk, parse_exact
+from ocms_tui.format.parse import ChunkContext, ParsedRows, parse_chunk, parse_exact, step_number
 from ocms_tui.format.problems import ProblemCollector, Rule
 
 Y_AXIS = ("loss", "eval_loss", "aux_loss")
@@ -47,6 +47,9 @@ def _assert_paths_agree(data: bytes) -> None:
 
 value_text = st.one_of(
     st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.tuples(st.integers(4290, 5000), st.sampled_from(["", ".5", "e-4990", "e5"])).map(
+        lambda parts: "3" * parts[0] + parts[1]
+    ),
     st.integers(-(10**20), 10**20).map(str),
     st.sampled_from(
         [
@@ -58,6 +61,10 @@ value_text = st.one_of(
 )
 step_text = st.one_of(
     st.integers(0, 2**64).map(str),
+    # Past the 4,300 digits int() converts; leading zeros and signs around them.
+    st.tuples(
+        st.sampled_from(["", "+", "-"]), st.sampled_from(["", "0" * 4400]), st.integers(0, 4400)
+    ).map(lambda parts: parts[0] + parts[1] + "7" * parts[2]),
     st.sampled_from(["-1", "+5", "-0", "01", "1.0", "", "step", "9223372036854775808", " 1"]),
 )
 row = st.one_of(
@@ -165,6 +172,41 @@ def test_bad_value_keeps_the_row_as_a_gap() -> None:
     assert parsed.columns[0].tolist() == [0.5]
     assert math.isnan(parsed.columns[1][0])
     assert parsed.columns[2].tolist() == [0.25]
+
+
+@pytest.mark.parametrize(
+    ("field", "step"),
+    [
+        (b"9007199254740991", 2**53 - 1),
+        (b"9007199254740992", None),
+        (b"1" * 4301, None),
+        (b"0" * 5000 + b"5", 5),
+        (b"+" + b"0" * 5000, 0),
+        (b"-" + b"0" * 5000, 0),
+        (b"-" + b"1" * 5000, None),
+        (b"-1", None),
+        (b"1.0", None),
+        (b"", None),
+    ],
+    ids=["2^53-1", "2^53", "4301-digits", "zeros-then-5", "+zeros", "-zeros", "-5000-digits",
+         "-1", "1.0", "empty"],
+)  # fmt: skip
+def test_step_number_answers_any_field_without_int_refusing_it(field: bytes, step: int) -> None:
+    assert step_number(field) == step
+
+
+@pytest.mark.parametrize("bulk_min_bytes", [0, 10**9])
+def test_a_step_of_4301_digits_is_a_bad_step_at_its_line_on_both_paths(
+    bulk_min_bytes: int,
+) -> None:
+    rows = [b"%d,0.5,,0.25\n" % step for step in range(3000)]
+    rows[1234] = b"1" * 4301 + b",0.5,,0.25\n"
+    rows[2000] = b"0" * 5000 + b"2000,0.5," + b"9" * 5000 + b"e-4999,0.25\n"
+    parsed, context = _parse(b"".join(rows), bulk_min_bytes)
+    assert parsed.steps.tolist() == [step for step in range(3000) if step != 1234]
+    assert parsed.columns[1][1999] == float("9" * 5000 + "e-4999")
+    assert [(p.rule, p.line) for p in context.problems.problems] == [(Rule.BAD_STEP, 1235)]
+    assert "(4,301 digits) is larger than 9007199254740991" in context.problems.problems[0].message
 
 
 def test_the_largest_step_of_the_format_is_a_step() -> None:

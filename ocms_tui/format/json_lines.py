@@ -44,8 +44,18 @@ class _Container:
         return (*self.path, self.key if self.is_object else self.index)  # type: ignore[misc]
 
 
+def json_int(text: str) -> int | float:
+    """A JSON integer literal as a number: Python's int, or, past the digits int() converts
+    (4,300 unless sys.set_int_max_str_digits says otherwise), the double JSON.parse makes
+    of it. So that a valid JSON file is always read, as json.loads(..., parse_int=json_int)."""
+    try:
+        return int(text)
+    except ValueError:  # more digits than int() takes: a double, as in JavaScript
+        return float(text)
+
+
 # Skips a value the caller does not want in C: a 4 MB file then costs what json.loads does.
-_SKIPPER = json.JSONDecoder()
+_SKIPPER = json.JSONDecoder(parse_int=json_int)
 
 
 def tokens(text: str) -> Iterator[tuple[str, str, int]]:

@@ -23,6 +23,9 @@ from ocms_tui.format.problems import ProblemCollector, Rule
 
 # A sign is tolerated as int() and the bulk parser do; the value must still be >= 0.
 STEP_RE = re.compile(rb"[+-]?[0-9]+")
+# Past this many significant digits a step is beyond MAX_STEP whatever they are: it is never
+# given to int(), which refuses 4,301 digits or more (ValueError, CVE-2020-10735).
+_MAX_STEP_DIGITS = len(str(MAX_STEP))
 # What Python's repr(float) writes, plus the spellings of nan/inf that float() accepts.
 VALUE_RE = re.compile(
     rb"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|(?i:nan|inf|infinity))"
@@ -93,6 +96,33 @@ def _report_regression(context: ChunkContext, line: int, step: int, previous: in
     )
 
 
+def step_number(field: bytes) -> int | None:
+    """The step a CSV field holds, or None unless it is an integer in 0..MAX_STEP. Any
+    field, however long, gets an answer: a run of 5,000 digits is a step out of range."""
+    if STEP_RE.fullmatch(field) is None:
+        return None
+    digits = field.lstrip(b"+-").lstrip(b"0")
+    if len(digits) > _MAX_STEP_DIGITS:
+        return None
+    step = int(digits or b"0")
+    if field.startswith(b"-") and step:
+        return None
+    return step if step <= MAX_STEP else None
+
+
+def _bad_step_message(field: bytes) -> str:
+    shown = _shorten(field)
+    if STEP_RE.fullmatch(field) is None:
+        return f"step {shown} is not a non-negative integer; row skipped"
+    if field.startswith(b"-"):
+        return f"step {shown} is negative; row skipped"
+    digits = len(field.lstrip(b"+").lstrip(b"0"))
+    return (
+        f"step {shown} ({digits:,} digits) is larger than {MAX_STEP} (2^53 - 1, the largest "
+        "step a JavaScript number holds exactly); row skipped"
+    )
+
+
 def _shorten(raw: bytes, limit: int = 40) -> str:
     text = raw.decode("utf-8", "backslashreplace")
     return repr(text if len(text) <= limit else text[:limit] + "...")
@@ -134,17 +164,13 @@ def parse_exact(data: bytes, context: ChunkContext) -> ParsedRows:
                 )
             continue
         step_field = fields[0]
-        if STEP_RE.fullmatch(step_field) is None or not 0 <= int(step_field) <= MAX_STEP:
+        step = step_number(step_field)
+        if step is None:
             if line_no == 1 and _looks_like_header(fields):
                 _report_header(context, raw)
             else:
-                context.problems.add(
-                    Rule.BAD_STEP,
-                    f"step {_shorten(step_field)} is not a non-negative integer; row skipped",
-                    line_no,
-                )
+                context.problems.add(Rule.BAD_STEP, _bad_step_message(step_field), line_no)
             continue
-        step = int(step_field)
         if previous is not None and step < previous:
             _report_regression(context, line_no, step, previous)
         previous = step

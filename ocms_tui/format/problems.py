@@ -7,11 +7,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
-# Characters from a file that must never reach a terminal as they are: C0/C1 controls move
-# the cursor or recolour it, bidirectional controls and line separators reorder or break
-# the text after them, lone surrogates (undecodable file-name bytes) cannot be printed.
+# Characters from a file that must never reach a terminal or a report as they are: C0/C1
+# controls move the cursor or recolour it; the format characters (Unicode category Cf:
+# bidirectional controls, zero-width spaces and joiners, the soft hyphen, the BOM, tags...)
+# and the line/paragraph separators reorder, hide or break the text around them; a few
+# letters that draw nothing (Hangul fillers, the grapheme joiner) hide text as well; lone
+# surrogates (undecodable file-name bytes) cannot be printed. tests/test_problems.py checks
+# the Cf, Zl and Zp ranges against unicodedata (and covers later Unicode versions' ones).
 UNPRINTABLE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+    "["
+    "\x00-\x1f\x7f-\x9f"  # C0 controls, DEL, C1 controls
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"  # Cf
+    "\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"  # Cf
+    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"  # Cf
+    "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"  # Cf
+    "\u2028\u2029"  # Zl, Zp
+    "\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180d\u180f\u3164\uffa0"  # draw nothing
+    "\ud800-\udfff"  # lone surrogates
+    "]"
 )
 
 
@@ -21,10 +34,13 @@ def replace_unprintable(text: str, stand_in: Callable[[int], str]) -> str:
 
 
 def escape_code(code: int) -> str:
-    """A character as a visible escape: \\x1b, \\u202e; an undecodable byte as that byte."""
+    """A character as a visible escape, as Python writes it: \\x1b, \\u202e, \\U000e0001;
+    an undecodable byte as that byte."""
     if 0xDC80 <= code <= 0xDCFF:  # a byte os.fsdecode could not decode: show that byte
         return f"\\x{code - 0xDC00:02x}"
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 class Severity(str, Enum):

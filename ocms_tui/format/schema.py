@@ -18,7 +18,7 @@ from ocms_recorder import (
     is_valid_name,
 )
 
-from ocms_tui.format.json_lines import JsonPath, first_line_of, value_lines
+from ocms_tui.format.json_lines import JsonPath, first_line_of, json_int, value_lines
 from ocms_tui.format.problems import Problem, Rule
 
 Reporter = Callable[[Rule, str, "int | None"], None]
@@ -102,7 +102,7 @@ def parse_schema(data: bytes, total_size: int | None = None) -> Schema:
         )
         return Schema((), tuple(problems))
     try:
-        document = json.loads(text, parse_constant=_reject_constant)
+        document = json.loads(text, parse_constant=_reject_constant, parse_int=json_int)
     except json.JSONDecodeError as error:
         report(
             Rule.INVALID_JSON, f"not valid JSON: {error.msg} (column {error.colno})", error.lineno
@@ -130,8 +130,9 @@ def parse_schema(data: bytes, total_size: int | None = None) -> Schema:
         )
         return Schema((), tuple(problems))
     version = document.get("version")
-    # Only the integer 1: JSON's true, 1.0 and null compare or convert to it in Python.
-    if "version" in document and (type(version) is not int or version != FORMAT_VERSION):
+    # The number 1 as JSON.parse reads it (JSON has one number type: 1, 1.0 and 1e0 are
+    # one value); not true, which Python would also call equal to 1.
+    if "version" in document and not (type(version) in (int, float) and version == FORMAT_VERSION):
         report(
             Rule.BAD_SCHEMA,
             f'"version" is {_display(version)}; this format is version {FORMAT_VERSION}',

@@ -15,6 +15,7 @@ from typing import Any
 
 from ocms_recorder import ChartGroup
 
+from ocms_tui.format.json_lines import json_int
 from ocms_tui.sources.common import (
     SeriesBuilder,
     Source,
@@ -95,7 +96,9 @@ def read_hf_state(path: Path) -> Source:
     if state_file is None:
         raise SourceError(f"{path}: no {STATE_FILE} (nor a checkpoint-N/ holding one)")
     try:
-        document = json.loads(read_small_file(state_file, MAX_STATE_BYTES).decode("utf-8"))
+        document = json.loads(
+            read_small_file(state_file, MAX_STATE_BYTES).decode("utf-8"), parse_int=json_int
+        )
     except (UnicodeDecodeError, ValueError) as error:
         raise SourceError(f"{state_file}: not valid JSON ({error})") from None
     except RecursionError:  # arrays or objects nested thousands deep: not a Trainer state
