@@ -56,6 +56,12 @@ class Rule(str, Enum):
     NON_FINITE = "non-finite"
     PARTIAL_LINE = "partial-line"
     EMPTY_CHART = "empty-chart"
+    # What the recorder did not write (its sidecar) and what the picture gets wrong.
+    DROPPED_METRIC = "dropped-metric"
+    MIXED_SCALE = "mixed-scale"
+    EPOCH_INDEX_STEP = "epoch-index-step"
+    NOT_A_FRACTION = "not-a-fraction"
+    COUNTER_METRIC = "counter-metric"
 
     @property
     def severity(self) -> Severity:
@@ -68,6 +74,11 @@ _WARNINGS = {
     Rule.NON_FINITE,
     Rule.PARTIAL_LINE,
     Rule.EMPTY_CHART,
+    Rule.DROPPED_METRIC,
+    Rule.MIXED_SCALE,
+    Rule.EPOCH_INDEX_STEP,
+    Rule.NOT_A_FRACTION,
+    Rule.COUNTER_METRIC,
 }
 _SEVERITY = {rule: Severity.WARNING if rule in _WARNINGS else Severity.ERROR for rule in Rule}
 
