@@ -33,6 +33,8 @@ from ocms_tui.format.problems import Problem, Rule
 # zero. A learning rate (1e-4) beside a loss (2) is 20,000x; a learning rate of 1e-4 beside
 # one of 1e-6 (two parameter groups) is 100x and still readable.
 MIXED_SCALE_RATIO = 1000.0
+# A typical size needs a few values: one or two rows are not yet a curve.
+MIN_SCALE_VALUES = 3
 # The sample a chart keeps: at most this many values over all its series (and at least
 # MIN_SAMPLE_ROWS rows); a median of thousands of evenly spread values is a robust
 # "typical size" for every curve shape a training logs, at a fixed cost.
@@ -151,9 +153,10 @@ class PictureTally:
 
 def typical_size(values: np.ndarray) -> float | None:
     """The median of |value| over finite, non-zero values: a loss falling from 10 to 0.01
-    has one typical size, and a few spikes or zeros do not move it. None: no such value."""
+    has one typical size, and a few spikes or zeros do not move it. None: fewer than
+    MIN_SCALE_VALUES such values."""
     sizes = np.abs(values[np.isfinite(values) & (values != 0)])
-    return float(np.median(sizes)) if sizes.size else None
+    return float(np.median(sizes)) if sizes.size >= MIN_SCALE_VALUES else None
 
 
 def _number(value: float) -> str:
@@ -269,6 +272,9 @@ def _follows_step(steps: np.ndarray, values: np.ndarray) -> bool:
     return bool(np.all(offsets == offsets[0]))
 
 
+PICTURE_RULES = frozenset(
+    {Rule.MIXED_SCALE, Rule.EPOCH_INDEX_STEP, Rule.NOT_A_FRACTION, Rule.COUNTER_METRIC}
+)
 CHECKS = (mixed_scale, epoch_index, not_a_fraction, counter_metric)
 
 

@@ -92,13 +92,22 @@ def _names(names: Sequence[str]) -> str:
     return shown
 
 
-def dropped_keys(result: CheckResult) -> list[str]:
+def dropped_keys(problems: Sequence[Problem]) -> list[str]:
     """The metric keys the recorder did not write (its sidecar), in its order."""
     return [
         problem.series
-        for problem in result.problems
+        for problem in problems
         if problem.rule is Rule.DROPPED_METRIC and problem.series is not None
     ]
+
+
+def octopus_chart_line(name: str, y_axis: Sequence[str]) -> str:
+    """`loss: loss, eval_loss`: a chart and its series in the order Octopus draws them."""
+    return f"{printable(name)}: {_names(y_axis)}"
+
+
+def not_written_line(dropped: Sequence[str]) -> str:
+    return f"not written by the recorder: {_names([repr(key) for key in dropped])}"
 
 
 def chart_lines(result: CheckResult) -> list[str]:
@@ -111,12 +120,11 @@ def chart_lines(result: CheckResult) -> list[str]:
         lines = [f"{directory}: Octopus will show {len(result.charts)} chart(s):"]
         for chart in result.charts:
             last = "" if chart.last_step is None else f", last step {chart.last_step:,}"
-            lines.append(
-                f"  {printable(chart.name)}: {_names(chart.y_axis)}  ({chart.rows:,} row(s){last})"
-            )
-    dropped = dropped_keys(result)
+            summary = f"({chart.rows:,} row(s){last})"
+            lines.append(f"  {octopus_chart_line(chart.name, chart.y_axis)}  {summary}")
+    dropped = dropped_keys(result.problems)
     if dropped:
-        lines.append(f"  not written by the recorder: {_names([repr(key) for key in dropped])}")
+        lines.append("  " + not_written_line(dropped))
     return lines
 
 

@@ -30,6 +30,9 @@ MAX_DROPPED_LISTED = 200
 # Names, messages and group texts from the file are cut to this many characters for display.
 MAX_TEXT = 200
 
+# A suggested group names this many keys, then "..." (the warnings name every key).
+KEYS_PER_GROUP = 20
+
 REASONS = {
     "no-chart-group": "no chart group accepts it",
     "not-a-number": "its values are not numbers",
@@ -210,7 +213,10 @@ def suggested_group(chart: str, keys: Sequence[str], groups: Sequence[tuple[str,
     """A chart group that also takes `keys`, as code to paste into chart_groups: the group
     in force for `chart` widened, or a new group of exactly these keys."""
     accepts = dict(groups).get(chart)
-    taken = f"k in {tuple(keys)!r}"
+    names = [shown(key) for key in keys[:KEYS_PER_GROUP]]
+    if len(keys) > KEYS_PER_GROUP:
+        names.append("...")
+    taken = f"k in ({', '.join(names)}{',' if len(names) == 1 else ''})"
     if accepts is not None and len(accepts) <= MAX_TEXT:
         if "lambda" in accepts or " if " in accepts:  # binds looser than `or`
             accepts = f"({accepts})"

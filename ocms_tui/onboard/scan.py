@@ -365,11 +365,37 @@ def scan_project(root: Path) -> ScanResult:
 # ---------------------------------------------------------------------------------------
 
 
+def dropped_keys(plan: Sequence[PlanEntry] | None) -> list[str]:
+    """The keys a plan leaves unwritten (no chart group accepts them, or no room)."""
+    return [entry.key for entry in plan or () if entry.chart is None]
+
+
+def drop_lines(result: ScanResult) -> list[str]:
+    """Which keys the recorder's default chart groups would drop, and whether the
+    suggested groups (what `init` writes) keep them: said before anything is written."""
+    dropped = dropped_keys(result.plan)
+    if not dropped:
+        return []
+    names = ", ".join(repr(key) for key in dropped[:TEXT_ROWS])
+    more = f" and {len(dropped) - TEXT_ROWS} more" if len(dropped) > TEXT_ROWS else ""
+    lines = [f"the default chart groups would drop {len(dropped)} key(s): {names}{more}"]
+    still = dropped_keys(result.suggested_plan)
+    if still:
+        lines.append(
+            f"  the suggested chart_groups still drop {len(still)} (more than "
+            f"{MAX_CHARTS} charts): " + ", ".join(repr(key) for key in still[:TEXT_ROWS])
+        )
+    else:
+        lines.append("  the suggested chart_groups below keep every one of them")
+    return lines
+
+
 def format_text(result: ScanResult) -> str:
     """A table a person reads in ten seconds. Every file-controlled text is escaped."""
     from ocms_tui.follow.report import printable
 
     lines = [f"framework: {result.framework or 'none found'}   ({result.files_read} files read)"]
+    lines += drop_lines(result)
     if result.sites:
         lines.append(f"sites ({len(result.sites)}):")
         rows = [

@@ -174,7 +174,7 @@ def _check_run(output_dir: str) -> bool:
     if rows == 0:
         print(f"metrics: FAILED: {shown} (from {source}) has metrics.json but no recorded rows")
         return False
-    dropped = dropped_keys(result)
+    dropped = dropped_keys(result.problems)
     if dropped:
         names = ", ".join(printable(repr(key)) for key in dropped)
         print(f"metrics: not written by the recorder (see the dropped-metric lines): {names}")
