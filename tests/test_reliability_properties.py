@@ -527,7 +527,9 @@ def test_a_model_following_a_recorder_ends_with_exactly_what_was_logged(
         whole = RunModel(directory, settle_seconds=0.0)
         whole.refresh()
         assert_same_model(snapshot_of(follower), snapshot_of(whole))
-        assert follower.problems == ()
+        # Random numbers may well look wrong as a picture (an accuracy of 2): not a format
+        # problem.
+        assert [p for p in follower.problems if p.rule not in PICTURE_RULES] == []
     expected = charts_from_snapshots(enumerate(metrics for metrics, _ in calls))
     charts = snapshot_of(follower)["charts"]
     assert list(charts) == [name for name in CHART_ORDER if name in expected]

@@ -316,3 +316,29 @@ def test_a_real_watcher_sees_the_sidecar_replaced_and_the_model_follows(run: Pat
             assert [p.series for p in model.problems] == keys
     finally:
         watcher.stop()
+
+
+def test_the_suggested_group_pasted_into_chart_groups_charts_the_key(
+    run: Path, tmp_path: Path
+) -> None:
+    from ocms_recorder import DEFAULT_CHART_GROUPS, OcmsRecorder
+
+    write_sidecar(run, sidecar_document(dropped("lr"), dropped("f1"), dropped("tokens_per_sec")))
+    groups = dict(DEFAULT_CHART_GROUPS)
+    for _, message in dropped_problems(run):
+        code = message.split("add to chart_groups: ", 1)[1]
+        chart, accepts = eval(code)  # the text a user pastes
+        groups[chart] = accepts
+    assert len(groups) == 7  # one new chart: more than ocms shows, so the user merges one
+    groups.pop("grad_norm")
+    metrics = tmp_path / "metrics"
+    with OcmsRecorder(log_dir=str(metrics), chart_groups=list(groups.items())) as recorder:
+        recorder.log(step=1, metrics={"loss": 1.0, "lr": 1e-4, "f1": 0.5, "tokens_per_sec": 9.0})
+    layout = json.loads((metrics / "metrics.json").read_text())
+    placed = {y: chart["name"] for chart in layout["charts"] for y in chart["y_axis"]}
+    assert placed == {
+        "loss": "loss",
+        "lr": "learning_rate",
+        "f1": "eval_score",
+        "tokens_per_sec": "tokens_per_sec",
+    }
