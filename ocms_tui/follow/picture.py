@@ -89,6 +89,8 @@ class PictureTally:
         self.restart_steps: list[int] = []  # ... and the step they went back to
         self.restarts = 0
         self.first_step: int | None = None
+        self.sample_version = 0  # moves when the sample does (rarely, once it is strided)
+        self._sampled_problems: tuple[int, str, list[Problem]] | None = None
 
     def add(self, steps: np.ndarray, columns: Sequence[np.ndarray], back: np.ndarray) -> None:
         """One block of rows: its steps, one value array per series (NaN: a gap), and the
@@ -123,6 +125,7 @@ class PictureTally:
         else:
             self._values.append(np.empty((len(self._steps[-1]), 0)))
         self._sampled += len(self._steps[-1])
+        self.sample_version += 1
 
     def _thin(self) -> None:
         """Double the stride: keep every other sampled row (those at multiples of it)."""
@@ -130,6 +133,7 @@ class PictureTally:
         self.stride *= 2
         self._steps, self._values = [steps[::2]], [values[::2]]
         self._sampled = len(self._steps[0])
+        self.sample_version += 1
 
     def _track_fraction(self, index: int, steps: np.ndarray, values: np.ndarray) -> None:
         top = float(np.fmax.reduce(values)) if len(values) else float("nan")
@@ -266,18 +270,27 @@ def counter_metric(chart: str, path: str, tally: PictureTally) -> list[Problem]:
 
 def _follows_step(steps: np.ndarray, values: np.ndarray) -> bool:
     present = np.isfinite(values)
-    if np.unique(steps[present]).size < MIN_COUNTER_VALUES:
-        return False
     offsets = values[present] - steps[present]
-    return bool(np.all(offsets == offsets[0]))
+    # The cheap test first: almost every series fails it at its first rows.
+    if not offsets.size or not np.all(offsets == offsets[0]):
+        return False
+    return np.unique(steps[present]).size >= MIN_COUNTER_VALUES
 
 
 PICTURE_RULES = frozenset(
     {Rule.MIXED_SCALE, Rule.EPOCH_INDEX_STEP, Rule.NOT_A_FRACTION, Rule.COUNTER_METRIC}
 )
-CHECKS = (mixed_scale, epoch_index, not_a_fraction, counter_metric)
+# Checks of the sample run again only when the sample changed: once a live run's chart is
+# strided, most new rows are not sampled, and these are the costly checks (medians).
+SAMPLED_CHECKS = (mixed_scale, counter_metric)
+EXACT_CHECKS = (epoch_index, not_a_fraction)
 
 
 def picture_problems(chart: str, path: str, tally: PictureTally) -> list[Problem]:
     """Every picture problem of one chart (`path`: its CSV)."""
-    return [problem for check in CHECKS for problem in check(chart, path, tally)]
+    known = tally._sampled_problems
+    if known is None or known[:2] != (tally.sample_version, chart):
+        sampled = [problem for check in SAMPLED_CHECKS for problem in check(chart, path, tally)]
+        tally._sampled_problems = known = (tally.sample_version, chart, sampled)
+    exact = [problem for check in EXACT_CHECKS for problem in check(chart, path, tally)]
+    return known[2] + exact
