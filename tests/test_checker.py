@@ -184,7 +184,8 @@ PLACES = {
     "epoch-index-step": ("loss", None, 0),
     "not-a-fraction": ("eval_score", "accuracy", 30),
     "counter-metric": ("loss", "global_step", None),
-    "bad-value": ("loss", None, None),
+    "bad-value": ("loss", "eval_loss", 2),
+    "step-regression": ("loss", None, 2),
 }
 
 
@@ -319,6 +320,8 @@ def test_json_format_via_cli(capsys: pytest.CaptureFixture[str]) -> None:
             "message": "eval_loss: 'abc' is not a number (leave the field empty for a missing "
             "value); shown as a gap",
             "chart": "loss",
+            "series": "eval_loss",
+            "step": 2,
         }
     ]
     assert document["charts"][0] == {

@@ -137,11 +137,19 @@ class ProblemCollector:
         self.suppressed: dict[Rule, int] = {}
         self._counts: dict[Rule, int] = {}
 
-    def add(self, rule: Rule, message: str, line: int | None = None) -> None:
+    def add(
+        self,
+        rule: Rule,
+        message: str,
+        line: int | None = None,
+        *,
+        series: str | None = None,
+        step: int | None = None,
+    ) -> None:
         count = self._counts.get(rule, 0) + 1
         self._counts[rule] = count
         if count <= self.cap:
-            self.problems.append(Problem(rule, self.path, message, line))
+            self.problems.append(Problem(rule, self.path, message, line, series=series, step=step))
         else:
             self.suppressed[rule] = self.suppressed.get(rule, 0) + 1
 
