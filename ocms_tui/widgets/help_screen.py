@@ -69,7 +69,7 @@ def octopus_text(runs: Sequence[OctopusRun]) -> Text:
             text.append(f"{indent}{not_written_line(run.dropped)}\n", style="yellow")
     if len(runs) > RUNS_LISTED:
         text.append(f"  … and {len(runs) - RUNS_LISTED} more run(s)\n", style="dim")
-    text.append(LOCAL_VIEWS, style="dim")
+    text.append(LOCAL_VIEWS + "\n", style="dim")  # a blank line before the keys
     return text
 
 
