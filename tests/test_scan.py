@@ -450,3 +450,23 @@ def test_text_says_first_which_keys_the_recorders_default_groups_would_drop(
     assert (
         text[1] == "the default chart groups would drop 3 key(s): 'f1', 'val/acc', 'tokens_per_sec'"
     )
+
+
+def test_init_says_which_keys_the_default_groups_would_drop_before_writing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ocms_tui.onboard.scaffold import run_init
+
+    write(
+        tmp_path,
+        "train.py",
+        "import wandb\nfor step in range(9):\n    wandb.log({'loss': 1.0, 'lr': 1e-4}, step=step)\n",
+    )
+    before = sorted(path.name for path in tmp_path.iterdir())
+    assert run_init(tmp_path) == 0  # a dry run
+    out = capsys.readouterr().out.splitlines()
+    assert out[1:3] == [
+        "the default chart groups would drop 1 key(s): 'lr'",
+        "  the suggested chart_groups init writes keep every one of them",
+    ]
+    assert sorted(path.name for path in tmp_path.iterdir()) == before
