@@ -172,8 +172,9 @@ EXPECTED = {
         Rule.COUNTER_METRIC,
         "loss.csv",
         None,
-        "chart 'loss': 'global_step' is named like the step counter: the x axis already is "
-        "the step, so this is a straight line that tells nothing; leave it out of the metrics",
+        "chart 'loss': 'global_step' is named like the step counter and counts like it: the x "
+        "axis already is the step, so this is a straight line that tells nothing; leave it out "
+        "of the metrics",
     ),
 }
 

@@ -201,6 +201,15 @@ def test_a_series_equal_to_the_step_is_a_counter_but_an_epoch_is_not() -> None:
     assert found(tally) == [(Rule.COUNTER_METRIC, "seen", None)]
 
 
+def test_a_counter_name_counts_but_an_iteration_time_named_iter_does_not() -> None:
+    steps = range(0, 90, 10)
+    tally = tally_of(["iter", "global_step"], steps, [0.31, 0.29] * 4 + [0.3], [5] * 9)
+    # MMEngine's timing/iter is seconds per iteration; a constant whole global_step counts.
+    assert found(tally) == [(Rule.COUNTER_METRIC, "global_step", None)]
+    going_down = tally_of(["step"], steps, [9, 8, 7, 6, 5, 4, 3, 2, 1])
+    assert found(going_down) == []
+
+
 def test_a_few_rows_equal_to_the_step_prove_nothing() -> None:
     assert found(tally_of(["seen"], range(5), range(5))) == []
 

@@ -5,8 +5,8 @@
 - `epoch-index-step`: steps that go back to the same value again and again, each pass about
   as long as the others: a per-epoch batch index used as the step.
 - `not-a-fraction`: a series named like an accuracy with values above 1.
-- `counter-metric`: a series that is the step itself (or named `iter`, `step`,
-  `global_step`): a straight line that tells nothing.
+- `counter-metric`: a series that is the step itself, or named `iter`, `step`,
+  `global_step` and counting like one: a straight line that tells nothing.
 
 Plain numpy, no Textual. A `PictureTally` per chart is fed each block of rows as it is read
 (`--check` keeps no series in memory) and keeps only a bounded, evenly strided sample of the
@@ -249,9 +249,10 @@ def counter_metric(chart: str, path: str, tally: PictureTally) -> list[Problem]:
     steps, values = tally.sample()
     problems = []
     for index, name in enumerate(tally.y_axis):
-        if COUNTER_NAME.fullmatch(name):
-            why = "is named like the step counter"
-        elif not EPOCH_NAME.search(name) and _follows_step(steps, values[:, index]):
+        column = values[:, index]
+        if COUNTER_NAME.fullmatch(name) and _counts(column):
+            why = "is named like the step counter and counts like it"
+        elif not EPOCH_NAME.search(name) and _follows_step(steps, column):
             why = "is the step itself (it rises by exactly one per step)"
         else:
             continue
@@ -266,6 +267,17 @@ def counter_metric(chart: str, path: str, tally: PictureTally) -> list[Problem]:
             )
         )
     return problems
+
+
+def _counts(values: np.ndarray) -> bool:
+    """Whole numbers that never go down: a counter. MMEngine's `timing/iter` (seconds per
+    iteration, sanitized to `iter`) is named like one but is not."""
+    present = values[np.isfinite(values)]
+    return bool(
+        present.size
+        and np.all(present == np.floor(present))
+        and np.all(present[1:] >= present[:-1])
+    )
 
 
 def _follows_step(steps: np.ndarray, values: np.ndarray) -> bool:
