@@ -342,3 +342,17 @@ def test_the_suggested_group_pasted_into_chart_groups_charts_the_key(
         "f1": "eval_score",
         "tokens_per_sec": "tokens_per_sec",
     }
+
+
+def test_a_run_whose_every_key_was_dropped_fails_and_says_why(tmp_path: Path) -> None:
+    # No group took any key: the recorder wrote no metrics.json, only its record.
+    write_sidecar(tmp_path, sidecar_document(dropped("lr"), dropped("f1")))
+    result = check_directory(tmp_path)
+    assert [(p.rule, p.series) for p in result.problems] == [
+        (Rule.DROPPED_METRIC, "lr"),
+        (Rule.DROPPED_METRIC, "f1"),
+        (Rule.MISSING_METRICS_JSON, None),
+    ]
+    assert result.errors == 1
+    text = format_text(result, color=False)
+    assert "Octopus will show no chart\n  not written by the recorder: 'lr', 'f1'\n" in text

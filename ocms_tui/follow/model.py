@@ -469,7 +469,7 @@ class RunModel:
     def _collect_problems(self) -> list[Problem]:
         if self.missing is not None:
             return [Problem(Rule.MISSING_DIR, ".", self.missing.message)]
-        problems = [*self._schema_problems, *self._sidecar.problems]
+        problems = list(self._schema_problems)
         if not self.has_metrics_json and not problems:
             problems.append(
                 Problem(
@@ -479,6 +479,7 @@ class RunModel:
                     "(OcmsRecorder writes it on the first log())",
                 )
             )
+        problems.extend(self._sidecar.problems)
         for chart in self.charts:
             problems.extend(chart.problems())
         problems.extend(self._orphan_problems())
