@@ -3,7 +3,7 @@
 Each figure is a ratio against a baseline measured in the same run, with the absolute numbers
 beside it; the table starts with the date, the machine and the library versions. Test data is
 generated into a temporary directory (deterministic seeds) and removed afterwards.
-`--markdown FILE` writes the same table as Markdown, for the README's Performance section.
+`--markdown FILE` writes the same table as Markdown, for docs/performance.md.
 """
 
 from __future__ import annotations

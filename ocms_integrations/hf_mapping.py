@@ -42,6 +42,8 @@ __all__ = [
     "entry_metrics",
     "is_eval_score",
     "is_eval_timing",
+    "is_train_summary_key",
+    "key_from_tensorboard_tag",
     "rows_from_log_history",
 ]
 
@@ -49,6 +51,19 @@ STEP_KEY = "step"  # what Trainer.log adds to each log_history entry: state.glob
 # Only the one log that Trainer.train() emits when it ends holds this key. That log is a
 # summary of the whole run (mean train_loss, runtime, flos), not a value at its last step.
 TRAIN_SUMMARY_KEY = "train_runtime"
+# Every key of that summary log but `epoch` (which it repeats from the last training log).
+TRAIN_SUMMARY_KEYS = frozenset(
+    (
+        TRAIN_SUMMARY_KEY,
+        "train_samples_per_second",
+        "train_steps_per_second",
+        "total_flos",
+        "train_loss",
+    )
+)
+# transformers' TensorBoardCallback writes `eval_<x>` as `eval/<x>`, `test_<x>` as
+# `test/<x>` and every other key `<x>` as `train/<x>` (its rewrite_logs).
+_TENSORBOARD_PREFIXES = (("eval/", "eval_"), ("test/", "test_"), ("train/", ""))
 # Eval throughput and runtime say how long evaluation took, not how good the model is.
 _EVAL_TIMING_SUFFIXES = ("_runtime", "_per_second")
 _DEFAULT_EVAL_SCORE = dict(DEFAULT_CHART_GROUPS)["eval_score"]
@@ -68,6 +83,21 @@ def is_eval_score(key: str) -> bool:
     if _DEFAULT_EVAL_SCORE(key):
         return True
     return key.startswith("eval_") and not key.endswith("_loss") and not is_eval_timing(key)
+
+
+def key_from_tensorboard_tag(tag: str) -> str | None:
+    """The Trainer's log key behind a TensorBoard tag its TensorBoardCallback wrote
+    (`train/loss` -> `loss`, `eval/loss` -> `eval_loss`); None for a tag it never writes."""
+    for prefix, key_prefix in _TENSORBOARD_PREFIXES:
+        if tag.startswith(prefix) and len(tag) > len(prefix):
+            return key_prefix + tag[len(prefix) :]
+    return None
+
+
+def is_train_summary_key(key: str) -> bool:
+    """A key of `train()`'s end summary (`train_runtime`, `total_flos`, the mean
+    `train_loss`...): one value for the whole run, not a step's value."""
+    return key in TRAIN_SUMMARY_KEYS
 
 
 HF_CHART_GROUPS: list[ChartGroup] = chart_groups_with({"eval_score": is_eval_score})

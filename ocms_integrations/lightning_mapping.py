@@ -5,6 +5,8 @@ the `_step`/`_epoch` forks. Plain Python without Lightning, so that the live cal
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 from ocms_recorder import DEFAULT_CHART_GROUPS, ChartGroup
 
 from ocms_integrations.base import chart_groups_with
@@ -58,3 +60,56 @@ LIGHTNING_CHART_GROUPS: list[ChartGroup] = chart_groups_with(
         "eval_score": is_lightning_score,
     }
 )
+
+
+def is_training_step_name(key: str) -> bool:
+    """A name Lightning logs at training steps by default (`self.log` in `training_step`):
+    not the epoch, a LearningRateMonitor rate, an `_epoch` fork, nor a validation or test
+    metric. (An `on_epoch`-only training metric looks the same: the `_step` forks, when
+    there are any, are the surer sign.)"""
+    return (
+        key != "epoch"
+        and not key.startswith(MONITOR_PREFIX)
+        and not key.endswith(EPOCH_SUFFIX)
+        and not key.startswith(tuple(p for p in _STAGE_PREFIXES if not p.startswith("train")))
+    )
+
+
+def hook_names(names: Iterable[str]) -> dict[str, str]:
+    """Each name Lightning handed its loggers -> the name the live callback records:
+    `name_step` becomes `name` when `name_epoch` is logged too (both forks of one
+    `self.log(name, on_step=True, on_epoch=True)`), as the callback writes the step value
+    under the name the module logged; other names unchanged."""
+    given = set(names)
+    renamed = {}
+    for name in given:
+        base = name[: -len(STEP_SUFFIX)] if name.endswith(STEP_SUFFIX) else ""
+        fork = base and base + EPOCH_SUFFIX in given and base not in given
+        renamed[name] = base if fork else name
+    return renamed
+
+
+def fractional_epochs(
+    steps: Sequence[int], epochs: Sequence[float], training_steps: Iterable[int]
+) -> list[tuple[int, float]]:
+    """The live callback's fractional epoch (`epoch + (batch + 1) / batches`) at each of
+    `training_steps`, from the whole epochs Lightning logs: an epoch's batches are the
+    steps from the end of the one before to the last step it logged at (its epoch-end
+    metrics). A step that no logged epoch covers is left out."""
+    last_step: dict[int, int] = {}
+    for step, epoch in zip(steps, epochs, strict=True):
+        if epoch == int(epoch) and epoch >= 0:
+            last_step[int(epoch)] = max(step, last_step.get(int(epoch), step))
+    bounds = []  # (epoch, first step, batches), in epoch order
+    first, batches = 0, 0
+    for epoch in sorted(last_step):
+        first = last_step[epoch - 1] + 1 if epoch - 1 in last_step else first + batches
+        batches = max(last_step[epoch] - first + 1, batches)
+        bounds.append((epoch, first, batches))
+    found = []
+    for step in sorted(set(training_steps)):
+        for epoch, start, batches in bounds:
+            if start <= step < start + batches:
+                found.append((step, epoch + (step - start + 1) / batches))
+                break
+    return found

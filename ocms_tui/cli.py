@@ -13,6 +13,7 @@ import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ocms_recorder import METRICS_JSON, resolve_metrics_dir
 
@@ -20,6 +21,9 @@ from ocms_tui import __version__
 from ocms_tui.follow.report import FORMATS, ExitCode, printable
 from ocms_tui.format.directories import directory_problem
 from ocms_tui.ui.serve import DEFAULT_HOST, DEFAULT_MAX_SESSIONS, DEFAULT_PORT
+
+if TYPE_CHECKING:
+    from ocms_tui.sources.live import ConvertedSources
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -235,6 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from ocms_tui.sources.common import SourceError
     from ocms_tui.sources.live import ConvertedSources
+    from ocms_tui.sources.signals import Terminated, interrupted_exit_code
     from ocms_tui.sources.writer import WriteError
 
     # Other tools' logs (TensorBoard, trainer_state.json, metrics.csv, mlruns) are converted
@@ -242,15 +247,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     converted = ConvertedSources(paths, follow=not (options.check or options.snapshot))
     try:
         with converted as run_paths:
-            return _dispatch(options, run_paths)
+            return _dispatch(options, run_paths, converted)
     except (SourceError, WriteError) as error:
         print(f"ocms-tui: error: {error}", file=sys.stderr)
         return ExitCode.USAGE
+    except (Terminated, KeyboardInterrupt) as stop:  # the conversions are removed by now
+        print("ocms-tui: interrupted", file=sys.stderr)
+        return interrupted_exit_code(stop)
 
 
-def _dispatch(options: argparse.Namespace, paths: list[Path]) -> int:
+def _dispatch(
+    options: argparse.Namespace, paths: list[Path], converted: ConvertedSources | None = None
+) -> int:
+    # Converted sources are named as given, with their kind, never by their temp path.
+    label = converted.label() if converted is not None else None
     if options.check:
-        return _check(paths, options.format, options.strict)
+        return _check(paths, options.format, options.strict, converted)
     if options.serve:
         from ocms_tui.ui.serve import serve_dashboard
 
@@ -262,11 +274,11 @@ def _dispatch(options: argparse.Namespace, paths: list[Path]) -> int:
             max_sessions=options.max_sessions,
         )
     if options.snapshot is not None:
-        return _snapshot(paths, options.snapshot, options.size)
-    return _dashboard(paths, options.poll)
+        return _snapshot(paths, options.snapshot, options.size, label)
+    return _dashboard(paths, options.poll, label)
 
 
-def _dashboard(paths: list[Path], poll: float | None) -> int:
+def _dashboard(paths: list[Path], poll: float | None, label: str | None = None) -> int:
     """The dashboard on `paths` (runs under parents are found there). The runs are read
     from the start, on the session's thread, while Textual is imported and the screen is
     composed; the app takes the session's states over when it is up."""
@@ -278,7 +290,7 @@ def _dashboard(paths: list[Path], poll: float | None) -> int:
         paths,
         lambda state: None,
         poll=poll,
-        directory_label=label_of(paths),
+        directory_label=label or label_of(paths),
         wait_for_first_screen=True,
     )
     session.start()
@@ -333,7 +345,9 @@ def _output_problem(out_path: Path) -> str | None:
     return None if problem is None else f"{out_path} cannot be written: {problem.message}"
 
 
-def _snapshot(paths: list[Path], out_path: Path, size: tuple[int, int]) -> int:
+def _snapshot(
+    paths: list[Path], out_path: Path, size: tuple[int, int], label: str | None = None
+) -> int:
     """Render once to an SVG; a usage error when there is nothing to render or nowhere to
     write it, both checked before the dashboard starts."""
     from ocms_tui.follow.runs import find_runs
@@ -353,19 +367,26 @@ def _snapshot(paths: list[Path], out_path: Path, size: tuple[int, int]) -> int:
     from ocms_tui.ui.app import save_snapshot
 
     try:
-        save_snapshot(paths, out_path, size=size)
+        save_snapshot(paths, out_path, size=size, **({"directory_label": label} if label else {}))
     except OSError as error:
         return _fail(f"--snapshot: cannot write {out_path}: {error.strerror or error}")
     print(f"wrote {printable(str(out_path))}")
     return ExitCode.OK
 
 
-def _check(paths: list[Path], output_format: str, strict: bool) -> int:
+def _check(
+    paths: list[Path],
+    output_format: str,
+    strict: bool,
+    converted: ConvertedSources | None = None,
+) -> int:
     from ocms_tui.follow.checker import check_directory
     from ocms_tui.follow.report import combined_exit_code, render
     from ocms_tui.follow.runs import find_runs
 
     results = [check_directory(directory) for directory in find_runs(paths)]
+    if converted is not None:
+        results = converted.as_sources(results)
     sys.stdout.write(render(results, output_format, strict, sys.stdout))
     sys.stdout.flush()
     return combined_exit_code(results, strict)

@@ -364,7 +364,7 @@ class CapFigure:
     cases: int = 0
 
 
-# Filled by the tests that measure a cap, printed when their module is done: the README
+# Filled by the tests that measure a cap, printed when their module is done: docs/reliability.md
 # quotes the caps with these figures beside them.
 MEASURED_AGAINST_CAPS: dict[str, CapFigure] = {}
 

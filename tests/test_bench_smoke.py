@@ -2,7 +2,7 @@
 
 Tiny sizes: the figures mean nothing here, only that every benchmark still runs against the
 current code (a broken benchmark would otherwise surface only when someone regenerates the
-README's table). Not a timed test.
+docs/performance.md's table). Not a timed test.
 """
 
 from __future__ import annotations

@@ -191,8 +191,11 @@ PLACES = {
 
 
 def test_every_rule_of_the_issue_has_a_fixture() -> None:
+    # SOURCE_PROBLEM is said of another tool's log, not of a directory: its tests are in
+    # tests/test_sources_hostile.py.
+    untested_here = (Rule.MISSING_DIR, Rule.NOT_A_FILE, Rule.LINE_TOO_LONG, Rule.SOURCE_PROBLEM)
     assert {rule for rule, _, _, _ in EXPECTED.values()} >= {
-        rule for rule in Rule if rule not in (Rule.MISSING_DIR, Rule.NOT_A_FILE, Rule.LINE_TOO_LONG)
+        rule for rule in Rule if rule not in untested_here
     }
 
 

@@ -1,5 +1,5 @@
-"""The README quotes the code's limits, and the code is their one home: each figure the
-README states is held against the constant that enforces it."""
+"""The README and the docs quote the code's limits, and the code is their one home: each
+figure they state is held against the constant that enforces it."""
 
 from __future__ import annotations
 
@@ -20,9 +20,12 @@ ROOT = Path(__file__).resolve().parent.parent
 MIB = 1024 * 1024
 
 
-def readme_text() -> str:
-    """The README with line breaks and runs of spaces folded, as a reader sees it."""
-    return re.sub(r"\s+", " ", (ROOT / "README.md").read_text(encoding="utf-8"))
+def page_text(name: str = "README.md") -> str:
+    """A page with line breaks and runs of spaces folded, as a reader sees it."""
+    return re.sub(r"\s+", " ", (ROOT / name).read_text(encoding="utf-8"))
+
+
+RELIABILITY = "docs/reliability.md"
 
 
 def test_the_caps_sentence_states_the_enforced_caps() -> None:
@@ -33,8 +36,8 @@ def test_the_caps_sentence_states_the_enforced_caps() -> None:
         f"{MAX_DIRECTORIES_SEARCHED:,} directories and depth {MAX_SEARCH_DEPTH} when searching "
         f"for runs, {MAX_DIRECTORY_ENTRIES:,} directory entries when looking for orphan CSVs."
     )
-    assert caps in readme_text()
-    assert f"(up to {MAX_CHARTS} charts" in readme_text()
+    assert caps in page_text(RELIABILITY)
+    assert f"(up to {MAX_CHARTS} charts" in page_text()
 
 
 def test_the_hostile_caps_table_states_the_tests_caps() -> None:
@@ -45,7 +48,7 @@ def test_the_hostile_caps_table_states_the_tests_caps() -> None:
         "dashboard: a key press": f"{hostile.KEY_SECONDS:g} s",
         "dashboard peak RSS growth": f"+{hostile.DASHBOARD_MEMORY_MB} MB",
     }
-    text = readme_text()
+    text = page_text(RELIABILITY)
     for figure, cap in rows.items():
         assert f"| {figure} | {cap} | " in text, figure
 
@@ -62,3 +65,10 @@ def test_ci_runs_the_slow_tests_and_the_quick_command_leaves_them_out(
     assert 'python -m pytest -m "not slow and not integration"' in text
     registered = {line.split(":")[0] for line in pytestconfig.getini("markers")}
     assert {"slow", "integration"} <= registered
+
+
+def test_the_readme_stays_short_and_links_pages_that_exist() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 300
+    for link in re.findall(r"\]\(((?:docs/)?[A-Za-z0-9_./-]+\.md)", text):
+        assert (ROOT / link).is_file(), link

@@ -3,7 +3,7 @@ and memory cap, never block on a FIFO or a device, never open a file outside the
 directory, and show names from files literally.
 
 Caps (measured on 2 shared cores, then given head-room for a loaded CI machine; this module
-prints the worst figure of each beside its cap when it is done, the README quotes them):
+prints the worst figure of each beside its cap when it is done, docs/reliability.md quotes them):
 - check_directory: CHECK_SECONDS per case and CHECK_MEMORY_MB of peak RSS above the RSS
   before it;
 - the dashboard: DASHBOARD_SECONDS until everything is read and shown, KEY_SECONDS for a
@@ -362,7 +362,7 @@ def watch_outside() -> Iterator[Callable[[Path], OpenedOutside]]:
 @pytest.fixture(scope="module", autouse=True)
 def print_figures_against_caps(request: pytest.FixtureRequest) -> Iterator[None]:
     """After the module: the worst figure of each cap, on the terminal even when output is
-    captured (CI's log shows them; the README quotes them)."""
+    captured (CI's log shows them; docs/reliability.md quotes them)."""
     yield
     plugins = request.config.pluginmanager
     reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
@@ -371,7 +371,7 @@ def print_figures_against_caps(request: pytest.FixtureRequest) -> Iterator[None]
         return
     with capture.global_and_fixture_disabled():
         reporter.write("\n")  # off the line of progress dots
-        reporter.write_sep("-", "measured against the caps (README, Reliability)")
+        reporter.write_sep("-", "measured against the caps (docs/reliability.md)")
         for line in lines:
             reporter.write_line(line)
 

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from ocms_tui.follow.model import RunModel
-from ocms_tui.sources import SourceKind
+from ocms_tui.follow.runs import find_runs
+from ocms_tui.sources import SourceKind, SourceRun
 from ocms_tui.sources import live as live_module
 from ocms_tui.sources.live import ConvertedSource, ConvertedSources, foreign_kind
 from tests.sources_support import run_cli
@@ -82,7 +83,9 @@ def test_a_growing_event_file_is_converted_again(tmp_path: Path) -> None:
     for step in range(1, 11):
         writer.add_scalar("loss", 1.0 / step, step)
     writer.close()
-    converted = ConvertedSource(tmp_path / "tb", SourceKind.TENSORBOARD, tmp_path / "out")
+    converted = ConvertedSource(
+        SourceRun("", tmp_path / "tb", SourceKind.TENSORBOARD), tmp_path / "out"
+    )
     (tmp_path / "out").mkdir()
     assert converted.update()
     assert rows_of(tmp_path / "out") == {"loss": 10}
@@ -151,3 +154,56 @@ async def test_the_dashboard_follows_a_growing_csvlogger_file(csvlogger_run: Pat
             with open(run / "metrics.csv", "a") as handle:
                 handle.write("2,0.4\n3,0.123456\n")
             await wait_for_text(pilot, "step 3 · 3 rows", "0.123456", timeout=30)
+
+
+def test_a_source_written_hours_ago_is_named_by_its_path_and_not_live(tmp_path: Path) -> None:
+    run = tmp_path / "output" / "runs" / "Dec05_05-07-44_host"
+    writer = tensorboardX.SummaryWriter(str(run))
+    for step in range(1, 20):
+        writer.add_scalar("train/loss", 1.0 / step, step)
+        writer.add_scalar("train/learning_rate", 1e-3, step)
+    writer.close()
+    hours_ago = time.time() - 3 * 3600
+    for file in run.iterdir():
+        os.utime(file, (hours_ago, hours_ago))
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    svg = tmp_path / "out.svg"
+    runs = tmp_path / "output" / "runs"
+    result = run_cli("--snapshot", str(svg), str(runs), env_extra={"TMPDIR": str(scratch)})
+    assert result.returncode == 0, result.stderr
+    text = svg.read_text().replace("&#160;", " ")
+    assert f"{runs} (tensorboard)" in text  # the status line: the source's path and kind
+    assert "finished" in text and "live" not in text
+    assert str(scratch) not in text and "ocms-tui-import" not in text
+
+    with ConvertedSources([runs], follow=False) as paths:
+        (directory,) = find_runs(paths)
+        assert directory.name == "Dec05_05-07-44_host"  # the run list's name for it
+        converted = RunModel(directory)
+        converted.load_settled()
+        assert converted.last_write == pytest.approx(hours_ago, abs=1)
+
+
+def test_a_run_started_under_an_opened_parent_is_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(live_module, "FOLLOW_SECONDS", 0.05)
+    runs = tmp_path / "runs"
+
+    def start_run(name: str) -> None:
+        writer = tensorboardX.SummaryWriter(str(runs / name))
+        for step in range(1, 6):
+            writer.add_scalar("loss", 1.0 / step, step)
+        writer.close()
+
+    start_run("first")
+    with ConvertedSources([runs]) as paths:
+        assert [directory.name for directory in find_runs(paths)] == ["first"]
+        start_run("second")
+        deadline = time.monotonic() + 30
+        while len(find_runs(paths)) < 2:
+            assert time.monotonic() < deadline, "the new run never appeared"
+            time.sleep(0.05)
+        (second,) = [directory for directory in find_runs(paths) if directory.name == "second"]
+        assert rows_of(second) == {"loss": 5}

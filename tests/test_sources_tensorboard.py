@@ -320,14 +320,14 @@ def test_fast_path_reads_exactly_what_protobuf_reads(
                 expected.setdefault(value.tag, []).append((event.step, value.simple_value))
         position += 16 + length
     taken = []
-    original = reader_module._decode_simple_values
+    original = reader_module.decode_simple_values
 
     def counting(*arguments: object) -> tuple:
         result = original(*arguments)  # type: ignore[arg-type]
         taken.append(len(result[0]))
         return result
 
-    monkeypatch.setattr(reader_module, "_decode_simple_values", counting)  # a spy: calls it
+    monkeypatch.setattr(reader_module, "decode_simple_values", counting)  # a spy: calls it
     assert series_of(path) == expected
     assert sum(taken) >= 2 * 429  # every scalar record but step 0's took the fast path
 

@@ -62,6 +62,9 @@ class Rule(str, Enum):
     EPOCH_INDEX_STEP = "epoch-index-step"
     NOT_A_FRACTION = "not-a-fraction"
     COUNTER_METRIC = "counter-metric"
+    # Another tool's log opened directly: what its reader said (a damaged event file, rows
+    # left out), named by the source's own files.
+    SOURCE_PROBLEM = "source-problem"
 
     @property
     def severity(self) -> Severity:
@@ -79,6 +82,7 @@ _WARNINGS = {
     Rule.EPOCH_INDEX_STEP,
     Rule.NOT_A_FRACTION,
     Rule.COUNTER_METRIC,
+    Rule.SOURCE_PROBLEM,
 }
 _SEVERITY = {rule: Severity.WARNING if rule in _WARNINGS else Severity.ERROR for rule in Rule}
 

@@ -59,6 +59,12 @@ class Source:
     chart_groups: list[ChartGroup] = field(default_factory=lambda: list(DEFAULT_CHART_GROUPS))
     # True when the last record or line was still being written (a live run).
     incomplete_tail: bool = False
+    # True when a file was damaged (a bad checksum, a cut): what it held before is kept,
+    # and the problems say where; a check of the source never calls it plainly "ok".
+    damaged: bool = False
+    # True when its names went through a framework hook's mapping (HF, Lightning): its
+    # charts are the hook's, not regrouped by magnitude.
+    hook_mapped: bool = False
 
 
 class CappedProblems:

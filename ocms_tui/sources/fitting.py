@@ -12,9 +12,11 @@ reason in the placements. Names are made legal by the recorder's own sanitize_ke
 from __future__ import annotations
 
 import fnmatch
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from ocms_recorder import (
     MAX_CHART_NAME_LENGTH,
     MAX_CHARTS,
@@ -27,6 +29,9 @@ from ocms_recorder import (
 from ocms_tui.sources.common import Series
 
 OTHER_CHART = "other"
+# A generic log's chart never holds series whose typical sizes differ more than this: the
+# smaller ones would be a flat line at zero.
+MAX_MAGNITUDE_RATIO = 1000.0
 # Prefixes and suffixes that say which split or which aggregation a flat key is
 # (Lightning's `val_acc`, `train_acc_epoch`); the rest of the key names what is measured.
 SPLIT_PREFIXES = ("train_", "training_", "val_", "valid_", "validation_", "eval_", "test_")
@@ -128,20 +133,43 @@ def _chart_name(text: str) -> str:
     return sanitize_key(text)[:MAX_CHART_NAME_LENGTH]
 
 
+def typical_magnitude(values: np.ndarray) -> float | None:
+    """The median size of a series' finite, non-zero values; None when it has none."""
+    sizes = np.abs(values[np.isfinite(values)])
+    sizes = sizes[sizes > 0]
+    return float(np.median(sizes)) if len(sizes) else None
+
+
+def _logged_once(each: Series) -> bool:
+    return len(each) > 0 and bool((each.steps == each.steps[0]).all())
+
+
 def fit_series(
-    series: Sequence[Series], groups: Sequence[ChartGroup], use_structure: bool = True
+    series: Sequence[Series],
+    groups: Sequence[ChartGroup],
+    use_structure: bool = True,
+    by_magnitude: bool = False,
 ) -> Fit:
     """Place each series on a chart. `use_structure=False` (a `--groups` spec): the groups
-    alone decide, and what they do not accept is left out."""
+    alone decide, and what they do not accept is left out. `by_magnitude` (a generic log):
+    a value logged once beside curves is a run summary, said and left out, and no chart
+    holds series whose typical sizes differ more than MAX_MAGNITUDE_RATIO."""
     members: dict[str, list[str]] = {}  # chart name -> keys, charts in placement order
     reasons: dict[str, str] = {}
     left_out: dict[str, str] = {}
     structure: dict[str, list[str]] = {}
     group_order = [name for name, _ in groups]
+    has_curves = any(len(each) and not _logged_once(each) for each in series)
     for each in series:
         key = each.name
         if len(each) == 0:
             left_out[key] = "no values"
+            continue
+        if by_magnitude and has_curves and _logged_once(each):
+            left_out[key] = (
+                f"logged once ({each.values[-1]:.6g} at step {int(each.steps[-1])}): a run "
+                "summary, not a curve"
+            )
             continue
         chart = _first_group(groups, key)
         if chart is not None:
@@ -179,6 +207,9 @@ def fit_series(
         ordered[other] = overflow
         for key in overflow:
             reasons[key] = f"more name groups than the {MAX_CHARTS} charts hold"
+    if by_magnitude:
+        magnitudes = {each.name: typical_magnitude(each.values) for each in series}
+        ordered = _split_by_magnitude(ordered, magnitudes, reasons, left_out)
     charts = []
     for name, keys in ordered.items():
         kept = keys[:MAX_SERIES_PER_CHART]
@@ -201,3 +232,58 @@ def _unused_name(base: str, taken: dict[str, list[str]]) -> str:
         suffix += 1
         name = f"{base}_{suffix}"
     return name
+
+
+def _split_by_magnitude(
+    ordered: dict[str, list[str]],
+    magnitudes: dict[str, float | None],
+    reasons: dict[str, str],
+    left_out: dict[str, str],
+) -> dict[str, list[str]]:
+    """Each chart's series in bands of at most MAX_MAGNITUDE_RATIO; a band after the first
+    gets a chart of its own (`<chart>_<its first series>`) while the chart limit allows,
+    and is left out, said, when it does not."""
+    bands_of = {name: _bands(keys, magnitudes) for name, keys in ordered.items()}
+    split: dict[str, list[str]] = {}
+    budget = MAX_CHARTS - len(ordered)
+    for name, bands in bands_of.items():
+        split[name] = bands[0]
+        for band in bands[1:]:
+            if budget <= 0:
+                for key in band:
+                    left_out[key] = (
+                        f"its size differs over {MAX_MAGNITUDE_RATIO:g}x from the rest of "
+                        f"chart {name!r}, and no chart is left for it"
+                    )
+                continue
+            budget -= 1
+            stem = band[0].rsplit("/", 1)[-1]
+            chart = _unused_name(_chart_name(f"{name}_{stem}"), split | ordered)
+            split[chart] = band
+            for key in band:
+                reasons[key] = (
+                    f"{reasons.get(key, name)}; own chart: its size differs over {MAX_MAGNITUDE_RATIO:g}x from {name!r}"
+                )
+    return split
+
+
+def _bands(keys: list[str], magnitudes: dict[str, float | None]) -> list[list[str]]:
+    """`keys` grouped so that within a group the largest typical size is at most
+    MAX_MAGNITUDE_RATIO times the smallest; keys without a size join the first group."""
+    sized = sorted((magnitudes[key], key) for key in keys if magnitudes.get(key))
+    groups: list[list[str]] = []
+    low = math.inf
+    for size, key in sized:
+        if not groups or size > low * MAX_MAGNITUDE_RATIO:
+            groups.append([])
+            low = size
+        groups[-1].append(key)
+    if not groups:
+        return [list(keys)]
+    # Each band keeps the source's order; the band of the chart's first series comes first.
+    position = {key: index for index, key in enumerate(keys)}
+    bands = [sorted(group, key=position.__getitem__) for group in groups]
+    bands.sort(key=lambda band: position[band[0]])
+    sizeless = [key for key in keys if not magnitudes.get(key)]
+    bands[0] = sorted(bands[0] + sizeless, key=position.__getitem__)
+    return bands

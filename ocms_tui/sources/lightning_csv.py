@@ -36,6 +36,13 @@ def find_metrics_csv(path: Path) -> Path | None:
         return path if path.name == METRICS_CSV else None
     if (path / METRICS_CSV).is_file():
         return path
+    versions = version_directories(path)
+    return versions[-1] / METRICS_CSV if versions else None
+
+
+def version_directories(path: Path) -> list[Path]:
+    """The `version_N/` runs holding a metrics.csv in `path` or its `lightning_logs/`, in
+    version order."""
     versions = []
     for candidate in (path, path / "lightning_logs"):
         try:
@@ -46,10 +53,10 @@ def find_metrics_csv(path: Path) -> Path | None:
                     and name[8:].isdigit()
                     and (child / METRICS_CSV).is_file()
                 ):
-                    versions.append((int(name[8:]), child / METRICS_CSV))
+                    versions.append((int(name[8:]), child))
         except OSError:
             continue
-    return max(versions)[1] if versions else None
+    return [directory for _, directory in sorted(versions)]
 
 
 class _LineStream:
@@ -78,7 +85,7 @@ class _LineStream:
 def _open_text(path: Path) -> TextIO:
     return io.TextIOWrapper(
         os.fdopen(open_regular_file(path), "rb", buffering=READ_CHUNK_BYTES),
-        encoding="utf-8",
+        encoding="utf-8-sig",  # a BOM (a file saved by a Windows editor) is no column name
         errors="replace",
         newline="",
     )

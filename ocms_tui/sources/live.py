@@ -11,24 +11,31 @@ whole files, as it does from the recorder.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import tempfile
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
 import numpy as np
 from ocms_recorder import METRICS_JSON, OcmsRecorder, sanitize_key
 
+from ocms_tui.follow.checker import CheckResult
 from ocms_tui.follow.runs import find_metric_directories
-from ocms_tui.sources import READERS, detect_kind
+from ocms_tui.format.problems import Problem, Rule
+from ocms_tui.sources import READERS, SourceRun, detect_kind, source_runs
 from ocms_tui.sources.common import Series, Source, SourceKind
 from ocms_tui.sources.fitting import Fit, fit_series
+from ocms_tui.sources.frameworks import Framework, as_framework, detect_framework
+from ocms_tui.sources.signals import terminate_cleanly
 from ocms_tui.sources.tensorboard import TensorBoardSource
 from ocms_tui.sources.writer import merged_rows, open_appender, write_ocms_directory
 
 FOLLOW_SECONDS = 2.0
+DISCOVER_EVERY_ROUNDS = 5  # a parent is searched for new runs every 10 seconds
 MAX_SIGNATURE_FILES = 10_000
 
 
@@ -62,6 +69,18 @@ def _signature(path: Path) -> tuple[tuple[str, int, int], ...]:
     return tuple(found)
 
 
+def _date_like(directory: Path, signature: tuple[tuple[str, int, int], ...]) -> None:
+    """Give the converted files the time the source was last written: the dashboard then
+    calls a log finished hours ago idle or finished, and a growing one live."""
+    newest = max((mtime for _, _, mtime in signature), default=None)
+    if newest is None:
+        return
+    with contextlib.suppress(OSError):
+        for name in os.listdir(directory):
+            with contextlib.suppress(OSError):
+                os.utime(directory / name, ns=(newest, newest))
+
+
 class ConvertedSource:
     """One source and the ocms directory it is converted into.
 
@@ -70,11 +89,17 @@ class ConvertedSource:
     else (a new tag, a rewritten file) converts the whole source again.
     """
 
-    def __init__(self, path: Path, kind: SourceKind, directory: Path) -> None:
-        self.path = path
-        self.kind = kind
+    def __init__(self, run: SourceRun, directory: Path, framework: Framework | None = None) -> None:
+        self.run = run
+        self.path = run.path
+        self.kind = run.kind
         self.directory = directory
-        self._tensorboard = TensorBoardSource(path) if kind is SourceKind.TENSORBOARD else None
+        self.framework = framework  # detected from the first series read, then kept
+        self.problems: list[str] = []  # the source's own, from its last read
+        self.damaged = False
+        self._tensorboard = (
+            TensorBoardSource(run.path) if run.kind is SourceKind.TENSORBOARD else None
+        )
         self._signature: tuple[tuple[str, int, int], ...] | None = None
         self._appender: OcmsRecorder | None = None
         self._fit: Fit | None = None
@@ -82,9 +107,14 @@ class ConvertedSource:
         self.error: str | None = None
 
     def _read(self) -> Source:
-        if self._tensorboard is not None:
-            return self._tensorboard.read()
-        return READERS[self.kind](self.path)
+        source = self._tensorboard.read() if self._tensorboard else READERS[self.kind](self.path)
+        framework = self.framework or detect_framework(source)
+        if self.framework is None and source.series:
+            self.framework = framework
+        source = as_framework(source, framework)
+        self.problems = list(source.problems)
+        self.damaged = source.damaged
+        return source
 
     def update(self) -> bool:
         """Convert again if the source changed; True when the directory changed."""
@@ -93,7 +123,7 @@ class ConvertedSource:
             return False
         self._signature = signature
         source = self._read()
-        fit = fit_series(source.series, source.chart_groups)
+        fit = fit_series(source.series, source.chart_groups, by_magnitude=not source.hook_mapped)
         if not fit.charts:  # nothing logged yet: the dashboard waits for metrics.json
             return False
         tails = self._new_points(source.series, fit)
@@ -103,6 +133,7 @@ class ConvertedSource:
         else:
             self._rewrite(source, fit)
         self._written = {each.name: each for each in source.series}
+        _date_like(self.directory, signature)
         return tails is None or bool(tails)
 
     def _new_points(self, series: list[Series], fit: Fit) -> list[Series] | None:
@@ -150,6 +181,15 @@ class ConvertedSource:
             appender.finish()
 
 
+def _source_problem(note: str) -> Problem:
+    """A reader's note as a problem of the file it names (`<file>: offset 88: ...`), so
+    that every report format, GitHub annotations too, points at the source's own file."""
+    head, separator, rest = note.partition(": ")
+    if separator and os.path.isfile(head):
+        return Problem(Rule.SOURCE_PROBLEM, os.path.abspath(head), rest)
+    return Problem(Rule.SOURCE_PROBLEM, ".", note)
+
+
 class ConvertedSources:
     """`with ConvertedSources(paths) as paths:` the paths with every foreign source replaced
     by its converted ocms directory, followed in a thread while the block runs."""
@@ -158,31 +198,78 @@ class ConvertedSources:
         self.paths = paths
         self.follow = follow
         self.converted: list[ConvertedSource] = []
+        self.notes: tuple[str, ...] = ()  # what the search for runs left out
+        self._signals = contextlib.ExitStack()
+        self._named: list[str] = []  # each path as given, a foreign one with its kind
+        self._parents: list[tuple[Path, Path]] = []  # (a foreign path, its converted base)
         self._root: Path | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> list[Path]:
         result = []
+        # Until __exit__: a SIGTERM while converting, checking or snapshotting unwinds
+        # through __exit__, which removes the conversions (the dashboard handles it itself).
+        self._signals.enter_context(terminate_cleanly())
         try:
             for path in self.paths:
                 kind = foreign_kind(path)
+                self._named.append(str(path) if kind is None else f"{path} ({kind.value})")
                 if kind is None:
                     result.append(path)
                     continue
                 if self._root is None:
                     self._root = Path(tempfile.mkdtemp(prefix="ocms-tui-import-"))
-                converted = ConvertedSource(path, kind, self._directory_for(path, kind))
-                converted.update()
-                self.converted.append(converted)
-                result.append(converted.directory)
+                found = source_runs(path)
+                self.notes += found.notes
+                base = self._directory_for(path, kind)
+                self._parents.append((path, base))
+                for converted in self._add_runs(base, found.runs):
+                    converted.update()
+                result.append(base)
         except BaseException:
             self._remove()
+            self._signals.close()
             raise
         if self.follow and self.converted:
             self._thread = threading.Thread(target=self._follow, name="ocms-import", daemon=True)
             self._thread.start()
         return result
+
+    def label(self) -> str | None:
+        """How the status line names what is followed: the paths as given, each foreign
+        one with its kind (`./output/runs (tensorboard)`); None when none is foreign."""
+        if not self.converted:
+            return None
+        return ", ".join(self._named)
+
+    def as_sources(self, results: list[CheckResult]) -> list[CheckResult]:
+        """Check results of converted directories named after their sources (`runs/x
+        (tensorboard)`, never the temp path), with the source's own problems added: a
+        damaged source is never a plain "ok"."""
+        named = []
+        for result in results:
+            converted = self.source_of(result.directory)
+            if converted is None:
+                named.append(result)
+                continue
+            own = tuple(_source_problem(note) for note in converted.problems)
+            named.append(
+                dataclasses.replace(
+                    result,
+                    directory=Path(f"{converted.path} ({converted.kind.value})"),
+                    problems=own + result.problems,
+                )
+            )
+        return named
+
+    def source_of(self, directory: Path) -> ConvertedSource | None:
+        """The converted source written into `directory`, if it is one."""
+        resolved = directory.resolve()
+        for converted in self.converted:
+            if converted.directory.resolve() == resolved:
+                return converted
+        return None
 
     def _directory_for(self, path: Path, kind: SourceKind) -> Path:
         """`<root>/<parent>/<name> (<kind>)`: the run list names a run by its path below
@@ -199,8 +286,34 @@ class ConvertedSources:
         (parent / name).mkdir()
         return parent / name
 
+    def _add_runs(self, base: Path, runs: Sequence[SourceRun]) -> list[ConvertedSource]:
+        """A converted directory for each run not converted yet: `base` for the path given
+        when it is one run, `base/<run>/` for each run of a parent."""
+        known = {converted.path for converted in self.converted}
+        added = []
+        for run in runs:
+            if run.path in known:
+                continue
+            directory = base / run.label if run.label else base
+            directory.mkdir(parents=True, exist_ok=True)
+            added.append(ConvertedSource(run, directory))
+        self.converted += added
+        return added
+
+    def _new_runs(self) -> None:
+        """Runs started under a parent since it was opened (a new `runs/<name>/`)."""
+        for path, base in self._parents:
+            try:
+                self._add_runs(base, source_runs(path).runs)
+            except Exception:  # the parent mid-change: look again next time
+                continue
+
     def _follow(self) -> None:
+        rounds = 0
         while not self._stop.wait(FOLLOW_SECONDS):
+            rounds += 1
+            if rounds % DISCOVER_EVERY_ROUNDS == 0:
+                self._new_runs()
             for converted in self.converted:
                 try:
                     converted.update()
@@ -224,3 +337,4 @@ class ConvertedSources:
         for converted in self.converted:
             converted.close()
         self._remove()
+        self._signals.close()

@@ -14,12 +14,14 @@ from ocms_tui.sources.common import (
     Source,
     SourceError,
     SourceKind,
-    read_small_file,
+    open_regular_file,
 )
 
 METRICS_DIR = "metrics"
 RUN_META = "meta.yaml"
 MAX_METRIC_FILE_BYTES = 512 << 20
+READ_CHUNK_BYTES = 1 << 20
+MAX_LINE_BYTES = 1 << 20
 MAX_SEARCH_DEPTH = 2
 MAX_METRIC_FILES = 10_000
 # A key is a path below metrics/; deeper than this is a hostile tree (os.walk recurses once
@@ -72,6 +74,51 @@ def _metric_files(metrics_dir: Path, problems: list[str]) -> list[tuple[str, Pat
     return found
 
 
+def _read_metric_file(
+    file: Path, key: str, builder: SeriesBuilder, bad_lines: CappedProblems
+) -> bool:
+    """Every `timestamp value [step]` line of one metric file into `builder`, streamed a
+    chunk at a time (memory holds a chunk and the points, not the file's text). True when
+    the last line is still being written (no newline yet): it is not read."""
+    fd = open_regular_file(file)
+    try:
+        if os.fstat(fd).st_size > MAX_METRIC_FILE_BYTES:
+            raise SourceError(f"{file}: larger than {MAX_METRIC_FILE_BYTES} bytes, not read")
+        pending = b""
+        number = 0
+        while chunk := os.read(fd, READ_CHUNK_BYTES):
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop()
+            if len(pending) > MAX_LINE_BYTES:  # no newline for a megabyte: not a metric line
+                raise SourceError(f"{file}: a line over {MAX_LINE_BYTES} bytes; not a metric file")
+            for line in lines:
+                number += 1
+                _add_line(line, number, key, file, builder, bad_lines)
+        return bool(pending)
+    finally:
+        os.close(fd)
+
+
+def _add_line(
+    line: bytes,
+    number: int,
+    key: str,
+    file: Path,
+    builder: SeriesBuilder,
+    bad_lines: CappedProblems,
+) -> None:
+    fields = line.split()
+    try:
+        if len(fields) not in (2, 3):
+            raise ValueError(line)
+        value = float(fields[1])
+        step = int(fields[2]) if len(fields) > 2 else number - 1
+    except ValueError:
+        bad_lines.add(f"{file}:{number}: not 'timestamp value step'; left out")
+        return
+    builder.add(key, step, value)
+
+
 def read_mlflow_run(path: Path) -> Source:
     runs = find_runs(path)
     if not runs:
@@ -86,24 +133,9 @@ def read_mlflow_run(path: Path) -> Source:
     incomplete = False
     for key, file in _metric_files(run / METRICS_DIR, problems):
         try:
-            text = read_small_file(file, MAX_METRIC_FILE_BYTES).decode("utf-8", "replace")
+            incomplete |= _read_metric_file(file, key, builder, bad_lines)
         except SourceError as error:
             problems.append(f"{error}; metric {key!r} left out")
-            continue
-        lines = text.split("\n")
-        if lines[-1]:
-            incomplete = True  # a line still being written
-        for number, line in enumerate(lines[:-1], start=1):
-            fields = line.split()
-            try:
-                value = float(fields[1])
-                step = int(fields[2]) if len(fields) > 2 else number - 1
-                if len(fields) not in (2, 3):
-                    raise ValueError(line)
-            except (ValueError, IndexError):
-                bad_lines.add(f"{file}:{number}: not 'timestamp value step'; left out")
-                continue
-            builder.add(key, step, value)
     problems += bad_lines.lines()
     problems += builder.problems()
     return Source(SourceKind.MLFLOW, run, builder.series(), problems, incomplete_tail=incomplete)

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from ocms_integrations.lightning_mapping import hook_names
 from ocms_tui.follow.checker import check_directory
 from ocms_tui.follow.model import RunModel
 from tests.integrations.test_hf_trainer import token_classification_data, train_tiny_bert
@@ -91,11 +93,15 @@ def test_lightning_csvlogger_run_imports_every_logged_value(tmp_path: Path) -> N
     charts = {chart for chart, _ in imported}
     assert {"loss", "epoch", "eval_score"} <= charts
     names = {name: chart for chart, name in imported}
+    # Under the live callback's names (`train_loss_step` as `train_loss`); `epoch` becomes
+    # its fractional epoch (compared with the hook's own in the tests below).
+    hook_name = hook_names(rows[0])
     for column in rows[0]:
-        if column == "step":
+        if column in ("step", "epoch"):
             continue
         expected = {int(row["step"]): float(row[column]) for row in rows if row[column]}
-        assert imported[names[column], column] == expected, column
+        name = hook_name[column]
+        assert imported[names[name], name] == expected, column
     # Lightning's stage names land where the live callback puts them (one mapping).
     accuracy = imported["eval_score", "val_acc"]
     assert len(accuracy) == 2  # one validation per epoch
@@ -105,3 +111,90 @@ def test_lightning_csvlogger_run_imports_every_logged_value(tmp_path: Path) -> N
 @pytest.fixture(autouse=True)
 def _quiet(monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("PYTHONWARNINGS", "ignore")
+
+
+# -- the same run, three ways: the live hook, the framework's TensorBoard, its own file ----
+
+
+def assert_same_as_live(imported: Path, live: Path) -> None:
+    """Same charts, same series, same steps; values equal up to float32 rounding (what a
+    TensorBoard event keeps of a double)."""
+    imported_values, live_values = last_values(imported), last_values(live)
+    assert sorted(imported_values) == sorted(live_values)
+    for key, values in live_values.items():
+        assert sorted(imported_values[key]) == sorted(values), key
+        for step, value in values.items():
+            assert np.float32(imported_values[key][step]) == np.float32(value), (key, step)
+
+
+@pytest.fixture(scope="module")
+def hf_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One tiny HF Trainer run with the HF callback, TensorBoard (what report_to=
+    "tensorboard" adds) and its trainer_state.json."""
+    from transformers.integrations import TensorBoardCallback
+
+    from ocms_integrations.hf import OcmsCallback
+
+    root = tmp_path_factory.mktemp("hf")
+    trainer = train_tiny_bert(root / "output", [OcmsCallback(), TensorBoardCallback()])
+    trainer.state.save_to_json(str(root / "output" / "trainer_state.json"))
+    return root / "output"
+
+
+def test_hf_trainer_tensorboard_imports_as_the_hook_recorded_it(
+    hf_run: Path, tmp_path: Path
+) -> None:
+    runs = hf_run / "runs"  # what one gives `tensorboard --logdir`
+    (run_name,) = os.listdir(runs)
+    out = tmp_path / "preview"
+    result = run_cli("import", str(runs), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert_same_as_live(out, hf_run / "ocms_metrics")
+    assert run_name not in (out / "metrics.json").read_text()  # a label, not a series name
+    assert "'train/total_flos': run summary logged once by train()" in result.stdout
+    state = tmp_path / "from_state"
+    assert (
+        run_cli("import", str(hf_run / "trainer_state.json"), "--out", str(state)).returncode == 0
+    )
+    assert_same_as_live(state, hf_run / "ocms_metrics")
+    # Opened directly: the same charts, named by the source, never the temp path.
+    check = run_cli("--check", str(runs))
+    assert check.returncode == 0
+    assert check.stdout.startswith(f"{runs / run_name} (tensorboard): ok: 0 error(s), 0 warning")
+    assert "ocms-tui-import" not in check.stdout + check.stderr
+
+
+@pytest.fixture(scope="module")
+def lightning_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One tiny Lightning run with the Lightning callback, TensorBoardLogger, CSVLogger and
+    a LearningRateMonitor."""
+    from lightning.pytorch.callbacks import LearningRateMonitor
+    from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
+
+    from ocms_integrations.lightning import OcmsCallback
+    from tests.integrations.test_lightning_trainer import make_trainer
+
+    root = tmp_path_factory.mktemp("lightning")
+    trainer = make_trainer(
+        "lightning.pytorch",
+        root,
+        [LearningRateMonitor(), OcmsCallback(output_dir=str(root / "hook"))],
+        logger=[TensorBoardLogger(str(root / "tb")), CSVLogger(str(root / "csv"))],
+    )
+    train_loader, val_loader = loaders()
+    trainer.fit(build_module("lightning.pytorch"), train_loader, val_loader)
+    return root
+
+
+@pytest.mark.parametrize("logs", ["tb", "tb/lightning_logs", "csv/lightning_logs"])
+def test_lightning_logs_import_as_the_hook_recorded_them(
+    lightning_run: Path, tmp_path: Path, logs: str
+) -> None:
+    out = tmp_path / "preview"
+    result = run_cli("import", str(lightning_run / logs), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "_version_0" not in (out / "metrics.json").read_text()
+    assert_same_as_live(out, lightning_run / "hook" / "ocms_metrics")
+    check = run_cli("--check", str(lightning_run / logs))
+    assert check.returncode == 0 and "ocms-tui-import" not in check.stdout
+    assert "version_0 (" in check.stdout and ": ok: 0 error(s), 0 warning(s)" in check.stdout
