@@ -137,6 +137,56 @@ EXPECTED = {
         None,
         "chart 'learning_rate' has no rows yet",
     ),
+    "dropped-metric": (
+        Rule.DROPPED_METRIC,
+        ".ocms-recorder.json",
+        None,
+        "'lr' was not written (no chart group accepts it; logged 3 time(s) at steps 1-3); "
+        "to chart it, add to chart_groups: ('learning_rate', lambda k: k == 'learning_rate' "
+        "or k.startswith('learning_rate/') or k in ('lr',))",
+    ),
+    "mixed-scale": (
+        Rule.MIXED_SCALE,
+        "loss.csv",
+        None,
+        "chart 'loss': 'lr' (typically 0.0001) is 13,850x smaller than 'loss' (typically "
+        "1.39): Octopus draws 'lr' as a flat line at zero; give it a chart of its own",
+    ),
+    "epoch-index-step": (
+        Rule.EPOCH_INDEX_STEP,
+        "loss.csv",
+        None,
+        "chart 'loss': the step goes back to 0 4 time(s), every ~10 rows: it looks like an "
+        "index within each epoch (or several runs were written into one directory), and "
+        "Octopus draws every pass over the last; log a global step (e.g. epoch * "
+        "steps_per_epoch + index)",
+    ),
+    "not-a-fraction": (
+        Rule.NOT_A_FRACTION,
+        "eval_score.csv",
+        None,
+        "chart 'eval_score': 'accuracy' reaches 1.4, but an accuracy is a fraction (at most "
+        "1); if it is a percentage, log it / 100 (Octopus draws it as written)",
+    ),
+    "counter-metric": (
+        Rule.COUNTER_METRIC,
+        "loss.csv",
+        None,
+        "chart 'loss': 'global_step' is named like the step counter and counts like it: the x "
+        "axis already is the step, so this is a straight line that tells nothing; leave it out "
+        "of the metrics",
+    ),
+}
+
+# Where in the picture each fixture's problem is: (chart, series, step) in its JSON.
+PLACES = {
+    "dropped-metric": (None, "lr", 1),
+    "mixed-scale": ("loss", "lr", None),
+    "epoch-index-step": ("loss", None, 0),
+    "not-a-fraction": ("eval_score", "accuracy", 30),
+    "counter-metric": ("loss", "global_step", None),
+    "bad-value": ("loss", "eval_loss", 2),
+    "step-regression": ("loss", None, 2),
 }
 
 
@@ -159,6 +209,26 @@ def test_fixture_reports_exactly_its_rule_line_and_message(case: str) -> None:
     expected_exit = ExitCode.PROBLEMS if rule.severity is Severity.ERROR else ExitCode.OK
     assert exit_code(result, strict=False) == expected_exit
     assert exit_code(result, strict=True) == ExitCode.PROBLEMS
+
+
+@pytest.mark.parametrize("case", sorted(PLACES))
+def test_json_problems_say_where_in_the_picture_they_are(
+    case: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main(["--check", str(DATA / case), "--format", "json"])
+    (problem,) = json.loads(capsys.readouterr().out)["problems"]
+    rule, path, line, message = EXPECTED[case]
+    assert (problem["rule"], problem["path"], problem["line"], problem["message"]) == (
+        rule.value,
+        path,
+        line,
+        message,
+    )
+    assert problem["severity"] == rule.severity.value
+    place = tuple(problem.get(field) for field in ("chart", "series", "step"))
+    assert place == PLACES[case]
+    # A field the problem has no value for is left out, never written as null.
+    assert None not in [problem[field] for field in ("chart", "series", "step") if field in problem]
 
 
 def test_clean_fixture_passes_with_charts_summarised() -> None:
@@ -217,14 +287,17 @@ def test_thousands_of_bad_rows_are_capped_with_a_count(tmp_path: Path) -> None:
     assert "4980 more bad-value" in bad_values[-1].message
 
 
-def test_text_format_is_one_line_per_problem_plus_verdict() -> None:
+def test_text_format_is_one_line_per_problem_then_the_charts_then_the_verdict() -> None:
     result = check_directory(DATA / "row-width")
     lines = format_text(result, color=False).splitlines()
-    assert lines[0] == (
+    assert lines == [
         f"{DATA / 'row-width' / 'loss.csv'}:2: error row-width "
-        "2 fields, expected 3 (step + 2 series of metrics.json)"
-    )
-    assert lines[1].endswith("failed: 1 error(s), 0 warning(s), 2 chart(s), 5 row(s)")
+        "2 fields, expected 3 (step + 2 series of metrics.json)",
+        f"{DATA / 'row-width'}: Octopus will show 2 chart(s):",
+        "  loss: loss, eval_loss  (2 row(s), last step 3)",
+        "  learning_rate: learning_rate  (3 row(s), last step 3)",
+        f"{DATA / 'row-width'}: failed: 1 error(s), 0 warning(s), 2 chart(s), 5 row(s)",
+    ]
     assert "\x1b" not in "".join(lines)
     assert "\x1b[31m" in format_text(result, color=True)
 
@@ -250,6 +323,9 @@ def test_json_format_via_cli(capsys: pytest.CaptureFixture[str]) -> None:
             "line": 2,
             "message": "eval_loss: 'abc' is not a number (leave the field empty for a missing "
             "value); shown as a gap",
+            "chart": "loss",
+            "series": "eval_loss",
+            "step": 2,
         }
     ]
     assert document["charts"][0] == {

@@ -43,6 +43,7 @@ from reliability_support import charts_from_snapshots
 
 from ocms_tui.follow.checker import check_directory
 from ocms_tui.follow.model import RunModel
+from ocms_tui.follow.picture import PICTURE_RULES
 from ocms_tui.format.problems import MAX_PROBLEMS_PER_RULE_AND_FILE, Problem, Rule
 
 # Generous: a tiny directory takes milliseconds; this only catches a hang or a blow-up.
@@ -362,6 +363,12 @@ def test_every_csv_line_is_judged_as_the_rule_table_says(body: list[Line], tail:
         problems = timed_check(directory)
     rows, found = expected_from_lines(body, tail)
     assert same_rows(model_rows(model, "loss"), rows)
+    # The rule table is about the format; what the random numbers look like as a picture
+    # (follow.picture) is tested on its own. An epoch index stands in for its restarts.
+    epoch_index = any(p.rule is Rule.EPOCH_INDEX_STEP for p in problems)
+    problems = tuple(p for p in problems if p.rule not in PICTURE_RULES)
+    if epoch_index:
+        found = Counter({key: n for key, n in found.items() if key[0] is not Rule.STEP_REGRESSION})
     listed = Counter((p.rule, p.line) for p in problems if not p.overflow)
     assert listed == capped(found), problems
     totals: Counter[Rule] = Counter()
@@ -521,7 +528,9 @@ def test_a_model_following_a_recorder_ends_with_exactly_what_was_logged(
         whole = RunModel(directory, settle_seconds=0.0)
         whole.refresh()
         assert_same_model(snapshot_of(follower), snapshot_of(whole))
-        assert follower.problems == ()
+        # Random numbers may well look wrong as a picture (an accuracy of 2): not a format
+        # problem.
+        assert [p for p in follower.problems if p.rule not in PICTURE_RULES] == []
     expected = charts_from_snapshots(enumerate(metrics for metrics, _ in calls))
     charts = snapshot_of(follower)["charts"]
     assert list(charts) == [name for name in CHART_ORDER if name in expected]

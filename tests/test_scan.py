@@ -422,3 +422,51 @@ def test_the_text_lists_stay_short_and_json_keeps_everything(tmp_path: Path) -> 
     assert text.count("... and 10 more (--format json lists them all)") == 2  # sites, plan
     assert len(text.splitlines()) < 60
     assert len(result.as_json()["sites"]) == 30
+
+
+def test_text_says_first_which_keys_the_recorders_default_groups_would_drop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(
+        tmp_path,
+        "train.py",
+        "import wandb\n"
+        "for step in range(9):\n"
+        "    wandb.log({'loss': 1.0, 'lr': 1e-4, 'f1': 0.5, 'val/acc': 0.3,"
+        " 'tokens_per_sec': 9.0}, step=step)\n",
+    )
+    text = scan.format_text(scan_project(tmp_path)).splitlines()
+    assert text[1:3] == [
+        "the default chart groups would drop 4 key(s): 'lr', 'f1', 'val/acc', 'tokens_per_sec'",
+        "  the suggested chart_groups below keep every one of them",
+    ]
+    # The recorder's own groups decide, not a copy: change them and the list follows.
+    import ocms_recorder
+
+    widened = [*ocms_recorder.DEFAULT_CHART_GROUPS]
+    widened[1] = ("learning_rate", lambda k: k in ("learning_rate", "lr"))
+    monkeypatch.setattr(ocms_recorder, "DEFAULT_CHART_GROUPS", widened)
+    text = scan.format_text(scan_project(tmp_path)).splitlines()
+    assert (
+        text[1] == "the default chart groups would drop 3 key(s): 'f1', 'val/acc', 'tokens_per_sec'"
+    )
+
+
+def test_init_says_which_keys_the_default_groups_would_drop_before_writing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ocms_tui.onboard.scaffold import run_init
+
+    write(
+        tmp_path,
+        "train.py",
+        "import wandb\nfor step in range(9):\n    wandb.log({'loss': 1.0, 'lr': 1e-4}, step=step)\n",
+    )
+    before = sorted(path.name for path in tmp_path.iterdir())
+    assert run_init(tmp_path) == 0  # a dry run
+    out = capsys.readouterr().out.splitlines()
+    assert out[1:3] == [
+        "the default chart groups would drop 1 key(s): 'lr'",
+        "  the suggested chart_groups init writes keep every one of them",
+    ]
+    assert sorted(path.name for path in tmp_path.iterdir()) == before

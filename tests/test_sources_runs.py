@@ -85,8 +85,11 @@ def test_opening_a_parent_of_runs_overlays_them_named_by_the_source(tmp_path: Pa
     result = run_cli("--check", str(runs))
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    assert f"{runs}/a (tensorboard): ok: 0 error(s), 0 warning(s), 5 chart(s)" in lines[0]
-    assert f"{runs}/b (tensorboard): ok" in lines[1]
+    # Each run: what Octopus will show (its charts), then its verdict.
+    assert lines[0] == f"{runs}/a (tensorboard): Octopus will show 5 chart(s):"
+    verdicts = [line for line in lines if ": ok: " in line]
+    assert f"{runs}/a (tensorboard): ok: 0 error(s), 0 warning(s), 5 chart(s)" in verdicts[0]
+    assert f"{runs}/b (tensorboard): ok" in verdicts[1]
     assert "ocms-tui-import" not in result.stdout  # never the temp conversion's path
 
 

@@ -166,3 +166,16 @@ def test_command_line_verify_exit_codes(tmp_path: Path) -> None:
     )
     assert failing.returncode == 1
     assert failing.stdout.count("FAILED") == 2
+
+
+def test_output_dir_lists_the_keys_the_recorder_dropped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    shutil.copytree(Path(__file__).parent / "data" / "dropped-metric", tmp_path / "ocms_metrics")
+    assert run_verify(str(tmp_path), require_ocms=False) == 0
+    printed = lines(capsys)
+    assert any(" warning dropped-metric 'lr' was not written" in line for line in printed)
+    assert "metrics: not written by the recorder (see the dropped-metric lines): 'lr'" in printed
+    assert printed[-1].startswith("metrics: OK:") and printed[-1].endswith("; 1 warning(s)")

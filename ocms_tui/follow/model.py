@@ -18,12 +18,14 @@ from pathlib import Path
 import numpy as np
 from ocms_recorder import CSV_SUFFIX, METRICS_JSON
 
+from ocms_tui.follow.picture import PictureTally, picture_problems
 from ocms_tui.follow.reader import CsvFollower, FileState, Preview, resolve_inside
 from ocms_tui.follow.series import SeriesStats, SeriesStore, ShownSeries
 from ocms_tui.format.directories import DirectoryProblem, directory_problem
 from ocms_tui.format.parse import ParsedRows
 from ocms_tui.format.problems import Problem, Rule
 from ocms_tui.format.schema import MAX_METRICS_JSON_BYTES, ChartSpec, parse_schema
+from ocms_tui.format.sidecar import SIDECAR_NAME, SidecarReader
 
 # Listing a directory with a huge number of entries must stay cheap.
 MAX_DIRECTORY_ENTRIES = 10_000
@@ -81,6 +83,8 @@ class ChartData:
         self.spec = spec
         self.follower = CsvFollower(directory, spec.file, spec.y_axis, settle_seconds)
         self._store = SeriesStore(len(spec.y_axis), keep_values)
+        self._tally = PictureTally(spec.y_axis)
+        self._picture: tuple[int, list[Problem]] | None = None  # (rows, their problems)
         self._preview: SeriesStore | None = None
         self._preview_identity: tuple[int, int] | None = None
         self.version = 0
@@ -208,19 +212,41 @@ class ChartData:
     def _reset_store(self) -> None:
         self._store = SeriesStore(len(self.spec.y_axis), self._store.keep_values)
         self._drop_preview()
+        self._tally = PictureTally(self.spec.y_axis)
+        self._picture = None
 
     def _append(self, parsed: ParsedRows) -> None:
         store = self._store
         if store.rows == 0:
             # Size the buffers once for the whole file instead of growing them.
             store.reserve(max(parsed.rows, int(self.follower.expected_rows() * 1.02)))
-        store.append(parsed)
+        self._tally.add(parsed.steps, parsed.columns, store.append(parsed))
         if self._preview is not None:
             # The rows are not on screen yet, so no other thread draws from their M4
             # pyramids: extend those of the default view here, block by block beside the
             # parsing, instead of all at once on the UI thread when the rows are shown.
             for series in range(len(self.spec.y_axis)):
                 store.shown(series, 0.0, False).pyramid.extend(store.values(series))
+
+    def picture_problems(self) -> list[Problem]:
+        """What the picture gets wrong (`follow.picture`), over every row read so far."""
+        tally = self._tally
+        if self._picture is None or self._picture[0] != tally.rows:
+            self._picture = (tally.rows, picture_problems(self.name, self.file, tally))
+        return self._picture[1]
+
+    def problems(self) -> list[Problem]:
+        """The file's problems and the picture's, each naming this chart. Steps that are an
+        epoch index go back once per epoch: one `epoch-index-step` says so instead of a
+        `step-regression` line per epoch."""
+        picture = self.picture_problems()
+        found = self.file_problems()
+        if any(problem.rule is Rule.EPOCH_INDEX_STEP for problem in picture):
+            found = [problem for problem in found if problem.rule is not Rule.STEP_REGRESSION]
+        return [
+            problem if problem.chart is not None else dataclasses.replace(problem, chart=self.name)
+            for problem in found
+        ] + picture
 
     def file_problems(self) -> list[Problem]:
         """Row problems found so far plus the file's current state."""
@@ -302,6 +328,7 @@ class RunModel:
         self._declared_files: frozenset[str] | None = None
         self._schema_identity: tuple[int, int, int, int] | None = None
         self._pending: set[str] = set()  # charts with rows left to read or held back
+        self._sidecar = SidecarReader(self.directory)  # what the recorder did not write
 
     @property
     def total_rows(self) -> int:
@@ -319,6 +346,7 @@ class RunModel:
         self.charts = ()
         self._schema_identity = None
         self._schema_problems = ()
+        self._sidecar = SidecarReader(self.directory)
         change = self.refresh(budget_bytes)
         return Change(
             structure=change.structure or had_charts,
@@ -348,6 +376,8 @@ class RunModel:
         more = held = False
         # A new schema, or no list of changed files: every chart is looked at.
         wanted = None if structure or files is None or METRICS_JSON in files else files
+        if self.exists and (wanted is None or SIDECAR_NAME in wanted):
+            self._sidecar.refresh()
         pending, self._pending = self._pending, set()
         to_read = [
             chart
@@ -449,8 +479,9 @@ class RunModel:
                     "(OcmsRecorder writes it on the first log())",
                 )
             )
+        problems.extend(self._sidecar.problems)
         for chart in self.charts:
-            problems.extend(chart.file_problems())
+            problems.extend(chart.problems())
         problems.extend(self._orphan_problems())
         return problems
 

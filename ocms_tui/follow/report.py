@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from enum import IntEnum
 from typing import TYPE_CHECKING, TextIO
 
-from ocms_tui.format.problems import Problem, Severity, escape_code, replace_unprintable
+from ocms_tui.format.problems import Problem, Rule, Severity, escape_code, replace_unprintable
 
 if TYPE_CHECKING:  # the checker pulls in polars: `ocms-tui --version` and `--help` need not
     from ocms_tui.follow.checker import CheckResult
@@ -63,7 +63,8 @@ def use_color(stream: TextIO) -> bool:
     return bool(isatty and isatty())
 
 
-def format_text(result: CheckResult, color: bool) -> str:
+def problem_lines(result: CheckResult, color: bool) -> list[str]:
+    """One line per problem: `path:line: severity rule message`."""
     red, yellow, bold, reset = (
         ("\x1b[31m", "\x1b[33m", "\x1b[1m", "\x1b[0m") if color else ("",) * 4
     )
@@ -77,12 +78,67 @@ def format_text(result: CheckResult, color: bool) -> str:
             f"{bold}{where}:{reset} {tint}{problem.severity.value}{reset} "
             f"{problem.rule.value} {printable(problem.message)}"
         )
+    return lines
+
+
+# A chart line names this many series, then how many more (a chart may hold 1,000).
+NAMES_PER_LINE = 20
+
+
+def _names(names: Sequence[str]) -> str:
+    shown = ", ".join(printable(name) for name in names[:NAMES_PER_LINE])
+    if len(names) > NAMES_PER_LINE:
+        shown += f", and {len(names) - NAMES_PER_LINE:,} more"
+    return shown
+
+
+def dropped_keys(problems: Sequence[Problem]) -> list[str]:
+    """The metric keys the recorder did not write (its sidecar), in its order."""
+    return [
+        problem.series
+        for problem in problems
+        if problem.rule is Rule.DROPPED_METRIC and problem.series is not None
+    ]
+
+
+def octopus_chart_line(name: str, y_axis: Sequence[str]) -> str:
+    """`loss: loss, eval_loss`: a chart and its series in the order Octopus draws them."""
+    return f"{printable(name)}: {_names(y_axis)}"
+
+
+def not_written_line(dropped: Sequence[str]) -> str:
+    return f"not written by the recorder: {_names([repr(key) for key in dropped])}"
+
+
+def chart_lines(result: CheckResult) -> list[str]:
+    """What Octopus will show: each chart with its y-axis names in the order it draws them,
+    then the keys the recorder did not write."""
+    directory = printable(str(result.directory))
+    if not result.charts:
+        lines = [] if result.directory_missing else [f"{directory}: Octopus will show no chart"]
+    else:
+        lines = [f"{directory}: Octopus will show {len(result.charts)} chart(s):"]
+        for chart in result.charts:
+            last = "" if chart.last_step is None else f", last step {chart.last_step:,}"
+            summary = f"({chart.rows:,} row(s){last})"
+            lines.append(f"  {octopus_chart_line(chart.name, chart.y_axis)}  {summary}")
+    dropped = dropped_keys(result.problems)
+    if dropped:
+        lines.append("  " + not_written_line(dropped))
+    return lines
+
+
+def verdict_line(result: CheckResult) -> str:
     rows = sum(chart.rows for chart in result.charts)
     verdict = "ok" if result.errors == 0 else "failed"
-    lines.append(
+    return (
         f"{printable(str(result.directory))}: {verdict}: {result.errors} error(s), "
         f"{result.warnings} warning(s), {len(result.charts)} chart(s), {rows:,} row(s)"
     )
+
+
+def format_text(result: CheckResult, color: bool) -> str:
+    lines = [*problem_lines(result, color), *chart_lines(result), verdict_line(result)]
     return "\n".join(lines) + "\n"
 
 

@@ -297,9 +297,10 @@ class SeriesStore:
         for column in self._columns:
             column.reserve(rows)
 
-    def append(self, parsed: ParsedRows) -> None:
+    def append(self, parsed: ParsedRows) -> np.ndarray:
+        """Add the rows; returns the positions among them where the steps went back."""
         if not parsed.rows:
-            return
+            return np.zeros(0, dtype=np.int64)
         if self.keep_values:
             self._steps.extend(parsed.steps)
             for column, values in zip(self._columns, parsed.columns, strict=True):
@@ -322,6 +323,7 @@ class SeriesStore:
             )
         self.last_step = int(parsed.steps[-1])
         self.rows += parsed.rows
+        return back
 
     def steps(self) -> np.ndarray:
         return self._steps.view(min(self.rows, len(self._steps)))

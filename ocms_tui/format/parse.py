@@ -93,6 +93,7 @@ def _report_regression(context: ChunkContext, line: int, step: int, previous: in
         Rule.STEP_REGRESSION,
         f"step {step} after step {previous} (a resumed run re-logging steps?); rows are kept",
         line,
+        step=step,
     )
 
 
@@ -185,6 +186,8 @@ def parse_exact(data: bytes, context: ChunkContext) -> ParsedRows:
                     f"{context.y_axis[series]}: {_shorten(value_field)} is not a number "
                     "(leave the field empty for a missing value); shown as a gap",
                     line_no,
+                    series=context.y_axis[series],
+                    step=step,
                 )
                 columns[series].append(nan)
                 continue

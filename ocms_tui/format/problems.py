@@ -72,6 +72,12 @@ class Rule(str, Enum):
     NON_FINITE = "non-finite"
     PARTIAL_LINE = "partial-line"
     EMPTY_CHART = "empty-chart"
+    # What the recorder did not write (its sidecar) and what the picture gets wrong.
+    DROPPED_METRIC = "dropped-metric"
+    MIXED_SCALE = "mixed-scale"
+    EPOCH_INDEX_STEP = "epoch-index-step"
+    NOT_A_FRACTION = "not-a-fraction"
+    COUNTER_METRIC = "counter-metric"
     # Another tool's log opened directly: what its reader said (a damaged event file, rows
     # left out), named by the source's own files.
     SOURCE_PROBLEM = "source-problem"
@@ -87,6 +93,11 @@ _WARNINGS = {
     Rule.NON_FINITE,
     Rule.PARTIAL_LINE,
     Rule.EMPTY_CHART,
+    Rule.DROPPED_METRIC,
+    Rule.MIXED_SCALE,
+    Rule.EPOCH_INDEX_STEP,
+    Rule.NOT_A_FRACTION,
+    Rule.COUNTER_METRIC,
     Rule.SOURCE_PROBLEM,
 }
 _SEVERITY = {rule: Severity.WARNING if rule in _WARNINGS else Severity.ERROR for rule in Rule}
@@ -146,11 +157,19 @@ class ProblemCollector:
         self.suppressed: dict[Rule, int] = {}
         self._counts: dict[Rule, int] = {}
 
-    def add(self, rule: Rule, message: str, line: int | None = None) -> None:
+    def add(
+        self,
+        rule: Rule,
+        message: str,
+        line: int | None = None,
+        *,
+        series: str | None = None,
+        step: int | None = None,
+    ) -> None:
         count = self._counts.get(rule, 0) + 1
         self._counts[rule] = count
         if count <= self.cap:
-            self.problems.append(Problem(rule, self.path, message, line))
+            self.problems.append(Problem(rule, self.path, message, line, series=series, step=step))
         else:
             self.suppressed[rule] = self.suppressed.get(rule, 0) + 1
 

@@ -32,7 +32,13 @@ import ocms_recorder
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ocms_tui.follow.report import ExitCode, encodable, printable
-from ocms_tui.onboard.scan import ScanResult, chart_groups_source, read_project_file, scan_project
+from ocms_tui.onboard.scan import (
+    ScanResult,
+    chart_groups_source,
+    drop_lines,
+    read_project_file,
+    scan_project,
+)
 from ocms_tui.onboard.scan_sites import (
     ACCELERATOR,
     HF_TRAINER,
@@ -896,6 +902,8 @@ def run_init(
         say(printable(f"ocms-tui init: {plan.refusal}; nothing written") + "\n", sys.stderr)
         return ExitCode.PROBLEMS
     say(f"framework: {plan.scan.framework}\n")
+    for line in drop_lines(plan.scan):
+        say(printable(line.replace("below", "init writes")) + "\n")
     for note in plan.notes:
         say(printable(note) + "\n")
     if not plan.pending:

@@ -14,7 +14,6 @@ import contextlib
 import io
 import logging
 import os
-import re
 import stat
 import tokenize
 from collections.abc import Callable, Iterator, Sequence
@@ -23,13 +22,12 @@ from pathlib import Path
 
 from ocms_recorder import (
     DEFAULT_CHART_GROUPS,
-    MAX_CHART_NAME_LENGTH,
     MAX_CHARTS,
     ChartGroup,
     OcmsRecorder,
-    sanitize_key,
 )
 
+from ocms_tui.format.key_families import OTHER_CHART, suggested_chart
 from ocms_tui.onboard.scan_sites import (
     ACCELERATOR,
     HF_TRAINER,
@@ -251,18 +249,6 @@ def plan_keys(keys: Sequence[str], chart_groups: list[ChartGroup] | None = None)
         return [PlanEntry(*route) for route in recorder.preview(keys)]
 
 
-# A dropped key joins the first default chart whose family it belongs to.
-_FAMILIES = (
-    ("loss", re.compile(r"loss", re.IGNORECASE)),
-    ("learning_rate", re.compile(r"(^|[/_.])(lr|learning_rate)($|[/_.])", re.IGNORECASE)),
-    ("epoch", re.compile(r"epoch", re.IGNORECASE)),
-    ("timing", re.compile(r"time|timing|throughput|per_second", re.IGNORECASE)),
-    ("eval_score", re.compile(r"acc|score|f1|map|iou|eval|val|top\d", re.IGNORECASE)),
-    ("grad_norm", re.compile(r"grad", re.IGNORECASE)),
-)
-_OTHER_CHART = "other"
-
-
 def suggest_chart_groups(plan: Sequence[PlanEntry]) -> list[SuggestedGroup] | None:
     """Chart groups that keep every key within MAX_CHARTS charts, or None when the
     defaults already keep them all. The default groups stay (keys the scan cannot see, like
@@ -274,9 +260,7 @@ def suggest_chart_groups(plan: Sequence[PlanEntry]) -> list[SuggestedGroup] | No
     used = {entry.chart for entry in plan if entry.chart is not None}
     extra: dict[str, list[str]] = {}
     for key in dropped:
-        family = next((name for name, pattern in _FAMILIES if pattern.search(key)), None)
-        chart = family or _chart_name_for(key)
-        extra.setdefault(chart, []).append(key)
+        extra.setdefault(suggested_chart(key), []).append(key)
     defaults = [name for name, _ in DEFAULT_CHART_GROUPS]
     new_charts = [name for name in extra if name not in defaults]
     # Default charts that nothing found uses give way first when the limit is reached.
@@ -286,22 +270,17 @@ def suggest_chart_groups(plan: Sequence[PlanEntry]) -> list[SuggestedGroup] | No
     if len(new_charts) > room:
         # The last chart that fits takes the rest; with no room at all they stay dropped
         # (the suggested plan shows them unplaced).
-        kept = [name for name in new_charts[: max(room - 1, 0)] if name != _OTHER_CHART]
+        kept = [name for name in new_charts[: max(room - 1, 0)] if name != OTHER_CHART]
         folded = [key for name in new_charts if name not in kept for key in extra.pop(name)]
         new_charts = kept
         if room > 0:
-            extra[_OTHER_CHART] = folded
-            new_charts.append(_OTHER_CHART)
+            extra[OTHER_CHART] = folded
+            new_charts.append(OTHER_CHART)
     spare_room = room - len(new_charts)
     charts = [name for name in defaults if name in keep or name in spare[:spare_room]]
     groups = [SuggestedGroup(name, True, tuple(extra.get(name, ()))) for name in charts]
     groups += [SuggestedGroup(name, False, tuple(extra[name])) for name in new_charts]
     return groups
-
-
-def _chart_name_for(key: str) -> str:
-    prefix = key.split("/", 1)[0] if "/" in key else key
-    return sanitize_key(prefix)[:MAX_CHART_NAME_LENGTH]
 
 
 def chart_groups_from(groups: Sequence[SuggestedGroup]) -> list[ChartGroup]:
@@ -386,11 +365,37 @@ def scan_project(root: Path) -> ScanResult:
 # ---------------------------------------------------------------------------------------
 
 
+def dropped_keys(plan: Sequence[PlanEntry] | None) -> list[str]:
+    """The keys a plan leaves unwritten (no chart group accepts them, or no room)."""
+    return [entry.key for entry in plan or () if entry.chart is None]
+
+
+def drop_lines(result: ScanResult) -> list[str]:
+    """Which keys the recorder's default chart groups would drop, and whether the
+    suggested groups (what `init` writes) keep them: said before anything is written."""
+    dropped = dropped_keys(result.plan)
+    if not dropped:
+        return []
+    names = ", ".join(repr(key) for key in dropped[:TEXT_ROWS])
+    more = f" and {len(dropped) - TEXT_ROWS} more" if len(dropped) > TEXT_ROWS else ""
+    lines = [f"the default chart groups would drop {len(dropped)} key(s): {names}{more}"]
+    still = dropped_keys(result.suggested_plan)
+    if still:
+        lines.append(
+            f"  the suggested chart_groups still drop {len(still)} (more than "
+            f"{MAX_CHARTS} charts): " + ", ".join(repr(key) for key in still[:TEXT_ROWS])
+        )
+    else:
+        lines.append("  the suggested chart_groups below keep every one of them")
+    return lines
+
+
 def format_text(result: ScanResult) -> str:
     """A table a person reads in ten seconds. Every file-controlled text is escaped."""
     from ocms_tui.follow.report import printable
 
     lines = [f"framework: {result.framework or 'none found'}   ({result.files_read} files read)"]
+    lines += drop_lines(result)
     if result.sites:
         lines.append(f"sites ({len(result.sites)}):")
         rows = [

@@ -26,7 +26,7 @@ from ocms_recorder import (
 
 from ocms_tui.follow.checker import CheckResult, check_directory
 from ocms_tui.follow.model import RunModel
-from ocms_tui.follow.report import format_text, printable
+from ocms_tui.follow.report import dropped_keys, printable, problem_lines
 from ocms_tui.format.directories import directory_problem
 
 OK, FAILED = 0, 1
@@ -174,6 +174,10 @@ def _check_run(output_dir: str) -> bool:
     if rows == 0:
         print(f"metrics: FAILED: {shown} (from {source}) has metrics.json but no recorded rows")
         return False
+    dropped = dropped_keys(result.problems)
+    if dropped:
+        names = ", ".join(printable(repr(key)) for key in dropped)
+        print(f"metrics: not written by the recorder (see the dropped-metric lines): {names}")
     files = ", ".join(
         f"{printable(chart_file_name(chart.name))} ({chart.rows} rows)" for chart in result.charts
     )
@@ -185,6 +189,6 @@ def _check_run(output_dir: str) -> bool:
 
 
 def _print_problems(result: CheckResult) -> None:
-    """The checker's own one-line-per-problem text, without its summary line."""
-    for line in format_text(result, color=False).splitlines()[:-1]:
+    """The checker's own one-line-per-problem text."""
+    for line in problem_lines(result, color=False):
         print(line)

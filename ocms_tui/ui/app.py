@@ -29,6 +29,7 @@ from textual.message import Message
 
 from ocms_tui.draw.plotting import series_color
 from ocms_tui.follow.model import RunModel
+from ocms_tui.follow.report import dropped_keys
 from ocms_tui.follow.runs import run_status
 from ocms_tui.follow.runset import OverlayChart, TrackedRun
 from ocms_tui.follow.session import (
@@ -49,7 +50,7 @@ from ocms_tui.widgets.chart_panel import (
     SharedView,
 )
 from ocms_tui.widgets.chart_strip import ChartStrip
-from ocms_tui.widgets.help_screen import HelpScreen
+from ocms_tui.widgets.help_screen import HelpScreen, OctopusRun
 from ocms_tui.widgets.key_footer import KeyFooter
 from ocms_tui.widgets.keys import Scope
 from ocms_tui.widgets.problems_pane import ProblemsPane
@@ -460,7 +461,19 @@ class OcmsApp(App[int]):
             self.set_focus(None)
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen())
+        runs = self.state.runs if self.state is not None else ()
+        self.push_screen(
+            HelpScreen(
+                [
+                    OctopusRun(
+                        run.name,
+                        tuple((chart.name, chart.y_axis) for chart in run.model.charts),
+                        tuple(dropped_keys(run.model.problems)),
+                    )
+                    for run in runs
+                ]
+            )
+        )
 
     def action_maximise(self) -> None:
         grid = self.grid

@@ -177,7 +177,14 @@ def test_user_chart_groups_see_runtimes_and_the_train_summary(
     ]
     with caplog.at_level("WARNING", logger="ocms_recorder"):
         trainer = train_tiny_bert(tmp_path, [OcmsCallback(chart_groups=groups)])
-    run = recorded_run(tmp_path / "ocms_metrics")
+    # These groups put runtimes (seconds) beside throughputs (samples per second) on one
+    # chart: on a fast machine they are over 1,000x apart and the check says so; the keys
+    # no group takes are on the recorder's record of dropped keys.
+    run = recorded_run(
+        tmp_path / "ocms_metrics", allowed_warnings=frozenset({"mixed-scale", "dropped-metric"})
+    )
+    problems = run.check_report["problems"]
+    assert all(p["chart"] == "timing" for p in problems if p["rule"] == "mixed-scale")
 
     assert run.charts["loss"].y_axis == ["loss", "eval_loss", "train_loss"]
     assert run.charts["timing"].y_axis == [

@@ -160,7 +160,8 @@ def test_hf_trainer_tensorboard_imports_as_the_hook_recorded_it(
     # Opened directly: the same charts, named by the source, never the temp path.
     check = run_cli("--check", str(runs))
     assert check.returncode == 0
-    assert check.stdout.startswith(f"{runs / run_name} (tensorboard): ok: 0 error(s), 0 warning")
+    assert check.stdout.startswith(f"{runs / run_name} (tensorboard): Octopus will show")
+    assert f"{runs / run_name} (tensorboard): ok: 0 error(s), 0 warning" in check.stdout
     assert "ocms-tui-import" not in check.stdout + check.stderr
 
 
