@@ -616,6 +616,7 @@ class OcmsRecorder:
         self._sidecar_dirty = False
         self._sidecar_written_at = -math.inf
         self._rules: Optional[List[Dict[str, str]]] = None  # the chart groups as text
+        self._sidecar_resumed = False
         self._inherited = False  # made by the parent of this forked process
         if not self.active:
             return
@@ -1040,6 +1041,9 @@ class OcmsRecorder:
         if not self._charts:
             _remove_stale_temp_files(self.log_dir)
             self._resume_layout()
+        if not self._sidecar_resumed:
+            self._sidecar_resumed = True  # once: a second take must not count it again
+            self._resume_sidecar()
         return True
 
     def _lock_directory(self) -> Optional[int]:
@@ -1104,6 +1108,37 @@ class OcmsRecorder:
             chart.declared = len(y_axis)
             chart.resumed = tuple(y_axis)
             self._add_chart(chart)
+
+    def _resume_sidecar(self) -> None:
+        """Carry an earlier run's record of dropped keys into this one (its keys are still
+        missing from the CSVs this run appends to): same key and reason, one entry."""
+        try:
+            document = json.loads(_read_layout_bytes(os.path.join(self.log_dir, SIDECAR)))
+        except FileNotFoundError:
+            return
+        except Exception as error:  # OSError, ValueError, RecursionError: a new record
+            self._warn_once(
+                "resume-sidecar", "cannot read %s (%s); a new one is written", SIDECAR, error
+            )
+            return
+        if not (
+            isinstance(document, dict)
+            and document.get("format") == SIDECAR_FORMAT
+            and document.get("version") == SIDECAR_VERSION
+            and isinstance(document.get("dropped"), list)
+        ):
+            return
+        for entry in document["dropped"][:MAX_SIDECAR_ENTRIES]:
+            earlier = _drop_from_json(entry)
+            if earlier is None:
+                continue
+            record = self._drops.get((earlier.key, earlier.reason))
+            if record is None and len(self._drops) < MAX_SIDECAR_ENTRIES:
+                self._drops[(earlier.key, earlier.reason)] = earlier
+            elif record is not None:  # this recorder dropped it before it had the directory
+                record.count += earlier.count
+                record.first_step = earlier.first_step
+                record.last_step = max(record.last_step, earlier.last_step)
 
     def _save_layout(self, now: float) -> None:
         """Rewrite metrics.json atomically, declaring of each chart only the columns its CSV
@@ -1716,9 +1751,9 @@ def _lambda_source(code: Any) -> Optional[str]:
                 tree = ast.parse(candidate, mode="eval")
             except SyntaxError:
                 continue
-            if isinstance(tree.body, ast.Lambda):
-                found.append(candidate)
-            break
+            if isinstance(tree.body, ast.Lambda):  # not "lambda k: a, b" (a tuple)
+                found.append(ast.get_source_segment(candidate, tree.body) or candidate)
+                break
         start = line.find("lambda", start + 1)
     matching = [text for text in found if _compiles_to(text, code)]
     if len(matching) == 1:
@@ -1772,6 +1807,25 @@ def _resumable_charts(document: Any) -> Optional[List[Tuple[str, List[str]]]]:
             return None
         charts.append((name, y_axis))
     return charts
+
+
+def _drop_from_json(entry: Any) -> Optional[_Drop]:
+    """An entry of an earlier sidecar's "dropped" list, if it has the layout written."""
+    if not isinstance(entry, dict):
+        return None
+    key, reason, message = entry.get("key"), entry.get("reason"), entry.get("message")
+    numbers = [entry.get(name) for name in ("first_step", "last_step", "count")]
+    if not (
+        (key is None) == (reason == DROP_STEP_TOO_LARGE)
+        and (key is None or isinstance(key, str))
+        and reason in DROP_REASONS
+        and isinstance(message, str)
+        and all(type(number) is int and number >= 0 for number in numbers)
+    ):
+        return None
+    record = _Drop(key, reason, numbers[0], message)  # type: ignore[arg-type]
+    record.last_step, record.count = numbers[1], numbers[2]  # type: ignore[assignment]
+    return record
 
 
 def _validate_chart_groups(groups: List[ChartGroup]) -> None:
