@@ -11,6 +11,7 @@ this worktree's recorder first on its path.
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import pytest
@@ -169,6 +170,34 @@ def test_rows_a_collected_recorder_could_not_write_are_written_at_exit(tmp_path:
         ["0", "1.0"],
         *([str(step), "0.5"] for step in range(1, 50)),
     ]
+    _passes(tmp_path)
+
+
+# Ctrl-C (a real SIGINT) right after a new key started a copy: the KeyboardInterrupt ends
+# the script, and the interpreter's exit still writes the rows that wait for the copy.
+INTERRUPTED_DURING_A_WIDENING = (
+    BIG_CHART
+    + """
+import signal, time
+recorder = OcmsRecorder(log_dir=directory)
+for step in range(rows, rows + 20):
+    recorder.log(step=step, metrics={"loss": 0.25, "eval_loss": 0.125})
+print(rows, flush=True)
+os.kill(os.getpid(), signal.SIGINT)
+time.sleep(30)
+"""
+)
+
+
+def test_rows_waiting_for_a_copy_are_written_when_ctrl_c_ends_the_script(
+    tmp_path: Path,
+) -> None:
+    result = run_python(INTERRUPTED_DURING_A_WIDENING, tmp_path, RECORDER_DIR)
+    # Python ends a script a KeyboardInterrupt stopped by the signal itself (after atexit).
+    assert result.returncode == -signal.SIGINT and "KeyboardInterrupt" in result.stderr
+    rows = int(result.stdout)
+    written = read_rows(tmp_path, "loss.csv")
+    assert written[rows:] == [[str(step), "0.25", "0.125"] for step in range(rows, rows + 20)]
     _passes(tmp_path)
 
 
