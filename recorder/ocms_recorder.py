@@ -651,32 +651,29 @@ class OcmsRecorder:
                 )
             return
         try:
-            self._log(step, metrics)
+            # One call level below log() on the way to the rows, as few as can be: this is
+            # the training loop's cost.
+            if type(step) is int and 0 <= step <= MAX_STEP:
+                step_text = str(step)
+            else:
+                step_text = self._step_text(step)
+                if step_text is None:
+                    return
+            now = time.monotonic()
+            if now >= self._next_health_check:
+                self._check_health(now)
+            if self._owner or self._take_directory_again(now):
+                self._write(step_text, metrics, now)
+            elif self._directory_refused:
+                self._wait_for_directory(step_text, metrics)
+            else:  # another live recorder writes the directory: this one writes nothing there
+                return
+            if self._mirror is not None:
+                self._send_to_mirror(int(step_text), metrics)
         except Exception as error:  # never into training: log it once and carry on
             self._warn_once(
                 "log:" + type(error).__name__, "log() failed, snapshot dropped: %r", error
             )
-
-    def _log(self, step: Any, metrics: Mapping[str, Any]) -> None:
-        if type(step) is int and 0 <= step <= MAX_STEP:
-            step_text = str(step)
-        else:
-            step_text = self._step_text(step)
-            if step_text is None:
-                return
-        now = time.monotonic()
-        if now >= self._next_health_check:
-            self._check_health(now)
-        if self._owner or self._take_directory(now):
-            if self._early:
-                self._write_early(now)
-            self._write(step_text, metrics, now)
-        elif self._directory_refused:
-            self._wait_for_directory(step_text, metrics)
-        else:  # another live recorder writes the directory: this one writes nothing there
-            return
-        if self._mirror is not None:
-            self._send_to_mirror(int(step_text), metrics)
 
     def _write(self, step_text: str, metrics: Mapping[str, Any], now: float) -> None:
         """Append the snapshot's rows (the directory is ours), or keep them waiting."""
@@ -739,6 +736,15 @@ class OcmsRecorder:
                     value = item()
             plain[key] = value
         self._early.append((step_text, plain))
+
+    def _take_directory_again(self, now: float) -> bool:
+        """Take the directory (snapshots wait only while this recorder does not hold it:
+        they are written first, in order)."""
+        if not self._take_directory(now):
+            return False
+        if self._early:
+            self._write_early(now)
+        return True
 
     def _write_early(self, now: float) -> None:
         early, self._early = self._early, []
