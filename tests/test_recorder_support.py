@@ -17,6 +17,21 @@ from ocms_recorder import DROP_REASONS, SIDECAR, __version__
 RECORDER_DIR = Path(__file__).resolve().parents[1] / "recorder"
 RECORDER_FILE = RECORDER_DIR / "ocms_recorder.py"
 
+# The start of a script (run with run_python(code, directory, RECORDER_DIR)): a chart bigger
+# than the recorder widens on its caller's thread, so a new key makes it copy on a thread
+# of its own while the rows logged meanwhile wait in memory. Defines directory, csv_path, rows.
+BIG_CHART = """
+import os, sys
+sys.path.insert(0, sys.argv[2])
+from ocms_recorder import WIDEN_INLINE_BYTES, OcmsRecorder, write_layout
+directory = sys.argv[1]
+csv_path = os.path.join(directory, "loss.csv")
+rows = WIDEN_INLINE_BYTES // 10 + 1000
+write_layout(directory, {"loss": ["loss"]})
+with open(csv_path, "wb") as handle:
+    handle.write(b"".join(b"%d,0.5\\n" % step for step in range(rows)))
+"""
+
 TEN_METRICS = {
     "loss": 0.5,
     "vlm_loss": 0.25,

@@ -11,13 +11,13 @@ this worktree's recorder first on its path.
 from __future__ import annotations
 
 import json
-import signal
 from pathlib import Path
 
 import pytest
 from ocms_recorder import MAX_PENDING_ROWS
 from reliability_support import can_mount, mounted
 from test_recorder_support import (
+    BIG_CHART,
     RECORDER_DIR,
     TEN_METRICS,
     assert_consistent,
@@ -29,20 +29,6 @@ from test_recorder_support import (
 from ocms_tui.checker import check_directory
 
 pytestmark = pytest.mark.usefixtures("no_launcher_environment")
-
-# A chart bigger than the recorder widens on its own caller's thread, so a new key makes it
-# copy on a thread while the rows logged meanwhile wait in memory.
-BIG_CHART = """
-import os, sys
-sys.path.insert(0, sys.argv[2])
-from ocms_recorder import WIDEN_INLINE_BYTES, OcmsRecorder, write_layout
-directory = sys.argv[1]
-csv_path = os.path.join(directory, "loss.csv")
-rows = WIDEN_INLINE_BYTES // 10 + 1000
-write_layout(directory, {"loss": ["loss"]})
-with open(csv_path, "wb") as handle:
-    handle.write(b"".join(b"%d,0.5\\n" % step for step in range(rows)))
-"""
 
 
 def _passes(directory: Path) -> None:
@@ -170,34 +156,6 @@ def test_rows_a_collected_recorder_could_not_write_are_written_at_exit(tmp_path:
         ["0", "1.0"],
         *([str(step), "0.5"] for step in range(1, 50)),
     ]
-    _passes(tmp_path)
-
-
-# Ctrl-C (a real SIGINT) right after a new key started a copy: the KeyboardInterrupt ends
-# the script, and the interpreter's exit still writes the rows that wait for the copy.
-INTERRUPTED_DURING_A_WIDENING = (
-    BIG_CHART
-    + """
-import signal, time
-recorder = OcmsRecorder(log_dir=directory)
-for step in range(rows, rows + 20):
-    recorder.log(step=step, metrics={"loss": 0.25, "eval_loss": 0.125})
-print(rows, flush=True)
-os.kill(os.getpid(), signal.SIGINT)
-time.sleep(30)
-"""
-)
-
-
-def test_rows_waiting_for_a_copy_are_written_when_ctrl_c_ends_the_script(
-    tmp_path: Path,
-) -> None:
-    result = run_python(INTERRUPTED_DURING_A_WIDENING, tmp_path, RECORDER_DIR)
-    # Python ends a script a KeyboardInterrupt stopped by the signal itself (after atexit).
-    assert result.returncode == -signal.SIGINT and "KeyboardInterrupt" in result.stderr
-    rows = int(result.stdout)
-    written = read_rows(tmp_path, "loss.csv")
-    assert written[rows:] == [[str(step), "0.25", "0.125"] for step in range(rows, rows + 20)]
     _passes(tmp_path)
 
 
