@@ -537,7 +537,12 @@ class _Drop:
             self.last_step = step
 
     def as_json(self) -> Dict[str, Any]:
-        key = self.key if self.key is None or isinstance(self.key, str) else repr(self.key)
+        key = self.key
+        if key is not None and not isinstance(key, str):
+            try:
+                key = repr(key)
+            except Exception:  # a key object whose repr fails: its type, at least
+                key = f"<{type(key).__name__} key>"
         return {
             "key": key,
             "reason": self.reason,
@@ -1727,15 +1732,21 @@ def rule_text(accepts: Callable[[str], bool]) -> str:
         known = None
     if known is not None:
         return known
-    name = getattr(accepts, "__qualname__", None) or type(accepts).__qualname__ + " object"
-    module = getattr(accepts, "__module__", None) or type(accepts).__module__
-    code = getattr(accepts, "__code__", None)
-    if name.endswith("<lambda>") and code is not None:
+    kind = type(accepts)
+    try:  # a user's callable may answer attribute lookups with anything, or raise
+        name = getattr(accepts, "__qualname__", None)
+        module = getattr(accepts, "__module__", None)
+        if not (isinstance(name, str) and isinstance(module, str)):
+            name, module = kind.__qualname__ + " object", kind.__module__
+        code = getattr(accepts, "__code__", None)
+    except Exception:
+        return f"{kind.__module__}.{kind.__qualname__} object"
+    if name.endswith("<lambda>") and isinstance(code, type(rule_text.__code__)):
         with contextlib.suppress(Exception):
             source = _lambda_source(code)
             if source is not None:
                 return source
-    return f"{module}.{name}" if module else name
+    return f"{module}.{name}"
 
 
 def _lambda_source(code: Any) -> Optional[str]:
@@ -1764,7 +1775,9 @@ def _lambda_source(code: Any) -> Optional[str]:
     matching = [text for text in found if _compiles_to(text, code)]
     if len(matching) == 1:
         return matching[0]
-    return found[0] if len(found) == 1 else None
+    # A closure compiles differently alone (its free names become globals): the one lambda
+    # of its line is still its text. Otherwise (an edited file, say) the name is honest.
+    return found[0] if len(found) == 1 and code.co_freevars else None
 
 
 def _compiles_to(text: str, code: Any) -> bool:

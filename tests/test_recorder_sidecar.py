@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -169,6 +170,18 @@ class _Accepts:
         return key == "other"
 
 
+class _Hostile:
+    def __call__(self, key: str) -> bool:
+        return False
+
+    def __getattr__(self, name: str) -> object:
+        raise RuntimeError("no attributes here")
+
+
+def _starts_with(prefix: str) -> Callable[[str], bool]:
+    return lambda k: k.startswith(prefix)
+
+
 def test_chart_groups_are_readable_text() -> None:
     first, second = lambda k: k.endswith("acc"), lambda k: "f1" in k  # two on one line
     assert [rule_text(accepts) for _, accepts in DEFAULT_CHART_GROUPS] == [
@@ -184,6 +197,9 @@ def test_chart_groups_are_readable_text() -> None:
     assert rule_text(functools.partial(str.startswith)) == "functools.partial object"
     made_elsewhere = eval("lambda k: True")  # no source file: its name, honestly
     assert rule_text(made_elsewhere) == f"{__name__}.<lambda>"
+    assert rule_text(_Hostile()) == f"{__name__}._Hostile object"
+    closures = [rule_text(_starts_with(prefix)) for prefix in ("a", "b")]
+    assert closures == ["lambda k: k.startswith(prefix)"] * 2
 
 
 # -- faults: the sidecar never stops the metrics ---------------------------------------------
