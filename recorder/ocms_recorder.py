@@ -1672,7 +1672,7 @@ class OcmsRecorder:
         # One warning per kind of failure (a full disk fails every file the same way).
         self._warn_once(
             f"os:{error.errno}",
-            "cannot %s in %s (%s); rows wait in memory (up to %d) until it works again",
+            "cannot %s in %s (%s); rows wait in memory (up to %d per chart) until it works again",
             action,
             self.log_dir,
             error,
