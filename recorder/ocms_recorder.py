@@ -82,6 +82,30 @@ DEFAULT_CHART_GROUPS = [
     ("eval_score", lambda k: k in ("mse_score", "accuracy", "mIoU")),
     ("grad_norm", lambda k: k == "grad_norm"),
 ]  # type: List[ChartGroup]
+# The rules above as text, for the sidecar (the format's table, in Python's spelling).
+DEFAULT_RULES = {
+    DEFAULT_CHART_GROUPS[0][1]: "k == 'loss' or k.endswith('_loss')",
+    DEFAULT_CHART_GROUPS[1][1]: "k == 'learning_rate' or k.startswith('learning_rate/')",
+    DEFAULT_CHART_GROUPS[2][1]: "k == 'epoch'",
+    DEFAULT_CHART_GROUPS[3][1]: "k.startswith('timing/')",
+    DEFAULT_CHART_GROUPS[4][1]: "k in ('mse_score', 'accuracy', 'mIoU')",
+    DEFAULT_CHART_GROUPS[5][1]: "k == 'grad_norm'",
+}  # type: Dict[Callable[[str], bool], str]
+
+# **decision**: the recorder's record of what it did not write (not part of the Octopus
+# format; readers of the format ignore it, a directory without it is valid).
+SIDECAR = ".ocms-recorder.json"
+SIDECAR_FORMAT = "ocms-recorder"
+SIDECAR_VERSION = 1
+# Why a key (or, for a step too large, a whole snapshot) was not written.
+DROP_NO_CHART_GROUP = "no-chart-group"
+DROP_NOT_A_NUMBER = "not-a-number"
+DROP_Y_AXIS_CAP = "y-axis-cap"
+DROP_STEP_TOO_LARGE = "step-too-large"
+DROP_REASONS = (DROP_NO_CHART_GROUP, DROP_NOT_A_NUMBER, DROP_Y_AXIS_CAP, DROP_STEP_TOO_LARGE)
+# Entries the sidecar lists at most: a run inventing a new key every step must not make
+# each rewrite of it bigger without end.
+MAX_SIDECAR_ENTRIES = 1000
 
 
 def is_valid_name(name: object) -> bool:
@@ -176,9 +200,12 @@ _NO_SURPRISES = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
 _UNSEEN = object()  # routing-table marker: a key not met yet (None marks a skipped key)
 _Route = Tuple["_Chart", int]
 MAX_PLANS = 64  # distinct key sets remembered for the fast path (eval steps add a few)
-# Rows kept in memory while the disk refuses them or their chart is being widened; past
-# this many, new rows are dropped (said once) so a dead disk cannot eat the training's RAM.
+# Rows of one chart kept in memory while the disk refuses them (or the directory cannot be
+# made yet); past this many, its new rows are dropped so that a dead disk cannot eat the
+# training's RAM: said once, and how many and which steps once the disk takes rows again.
+# Rows waiting only for a widening copy (the disk takes writes) are never dropped.
 MAX_PENDING_ROWS = 10_000
+MAX_LOST_RANGES = 20  # step ranges a report of dropped rows names; more are counted
 # A CSV up to this size is widened on the caller's thread (a few ms); a bigger one on a
 # thread of its own, so that log() never waits for a copy (1 GB takes seconds).
 WIDEN_INLINE_BYTES = 1 << 20
@@ -186,7 +213,13 @@ _COPY_BLOCK_BYTES = 1 << 16  # small: the copying thread lets go of the GIL at e
 _TEMP_SUFFIX = ".tmp"
 # `.<file>.<pid>.tmp`: how _write_temp names the temp file of metrics.json or a CSV.
 _TEMP_NAME = re.compile(
-    r"\.(" + re.escape(METRICS_JSON) + r"|.+" + re.escape(CSV_SUFFIX) + r")\.([0-9]+)\.tmp"
+    r"\.("
+    + re.escape(METRICS_JSON)
+    + "|"
+    + re.escape(SIDECAR)
+    + r"|.+"
+    + re.escape(CSV_SUFFIX)
+    + r")\.([0-9]+)\.tmp"
 )
 
 
@@ -345,6 +378,10 @@ def _widened_rows(source: Any, old_width: Optional[int], width: int) -> Iterator
         data = rest + data
         end = data.rfind(b"\n") + 1
         block, rest = data[:end], data[end:]
+        if b"\r" in block:
+            # Rows a Windows writer ended with CRLF: "\r" before the new fields would make
+            # each value unreadable; the copy ends every row with "\n" as the recorder does.
+            block = block.replace(b"\r\n", b"\n")
         rows = block.count(b"\n")
         if padding and block.count(b",") == rows * old_width:  # type: ignore[operator]
             yield block.replace(b"\n", padding + b"\n")
@@ -415,6 +452,7 @@ class _Chart:
         "order",
         "path",
         "pending",
+        "refused",
         "resumed",
         "retry_at",
         "trusted",
@@ -440,6 +478,9 @@ class _Chart:
         # declared; metrics.json declares a width only once the CSV has it (or is empty).
         self.declared: Optional[int] = None
         self.pending: List[str] = []  # rows waiting for the disk or a widening, in order
+        # The disk refused this chart's last write (or open, or copy): only then is
+        # `pending` bounded, and only a write that succeeds clears it.
+        self.refused = False
         self.widening: Optional[_Widening] = None
         self.resumed: Tuple[str, ...] = ()  # the y-axis names an earlier run left
 
@@ -447,6 +488,69 @@ class _Chart:
         if self.fd >= 0:
             fd, self.fd = self.fd, -1
             os.close(fd)
+
+
+class _LostRows:
+    """Rows of one chart (or snapshots, before the directory could be made) dropped while
+    the disk refused them: how many, and at which steps (consecutive steps as one range)."""
+
+    __slots__ = ("count", "more", "ranges")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.ranges: List[List[int]] = []  # [first, last] step of each run of steps
+        self.more = 0  # rows in ranges past MAX_LOST_RANGES
+
+    def add(self, step: int) -> None:
+        self.count += 1
+        if self.ranges and self.ranges[-1][1] <= step <= self.ranges[-1][1] + 1:
+            self.ranges[-1][1] = step
+        elif len(self.ranges) < MAX_LOST_RANGES:
+            self.ranges.append([step, step])
+        else:
+            self.more += 1
+
+    def steps_text(self) -> str:
+        text = ", ".join(
+            str(first) if first == last else f"{first}-{last}" for first, last in self.ranges
+        )
+        return text + (f" and {self.more} rows at later steps" if self.more else "")
+
+
+class _Drop:
+    """One key (None: a snapshot whose step is too large) the recorder did not write, why,
+    and at which steps: one entry of the sidecar's "dropped" list."""
+
+    __slots__ = ("count", "first_step", "key", "last_step", "message", "reason")
+
+    def __init__(self, key: Any, reason: str, step: int, message: str) -> None:
+        self.key = key
+        self.reason = reason
+        self.first_step = step
+        self.last_step = step
+        self.count = 1
+        self.message = message
+
+    def add(self, step: int) -> None:
+        self.count += 1
+        if step > self.last_step:
+            self.last_step = step
+
+    def as_json(self) -> Dict[str, Any]:
+        key = self.key
+        if key is not None and not isinstance(key, str):
+            try:
+                key = repr(key)
+            except Exception:  # a key object whose repr fails: its type, at least
+                key = f"<{type(key).__name__} key>"
+        return {
+            "key": key,
+            "reason": self.reason,
+            "first_step": self.first_step,
+            "last_step": self.last_step,
+            "count": self.count,
+            "message": self.message,
+        }
 
 
 class OcmsRecorder:
@@ -493,15 +597,32 @@ class OcmsRecorder:
         self._next_health_check = 0.0
         self._pending_rows = 0  # rows waiting in the charts' `pending` lists
         self._copying = False  # a widened copy runs on its own thread
-        self._dropped_rows = 0
         self._flush_at = 0.0  # when rows waiting for the disk are tried again
         self._lock_fd = -1  # the directory, flock-ed while this recorder writes it
         self._owner = False  # holds the directory (or the platform has no locks)
         self._last_take_attempt = -math.inf
         self._mirror: Optional[Callable[..., Any]] = None
         # Key tuple -> [(chart, width, row template)], for calls whose keys were all met.
-        self._plans: Dict[Tuple[Any, ...], List[Tuple[_Chart, int, str]]] = {}
+        # ... and, when some of those keys are dropped, a tally of the calls (_make_tally).
+        self._plans: Dict[
+            Tuple[Any, ...], Tuple[List[Tuple[_Chart, int, str]], Optional[List[Any]]]
+        ] = {}
         self._number_types: Set[type] = {float, int, bool}  # float() + repr() is exact
+        # The directory could not be made or opened (not: another recorder holds it); then
+        # snapshots wait in `_early`, converted to plain values, until it can be.
+        self._directory_refused = False
+        self._early: List[Tuple[str, Dict[Any, Any]]] = []
+        self._layout_refused = False  # the last metrics.json write failed
+        self._lost: Dict[str, _LostRows] = {}  # what was dropped, reported once written again
+        # The sidecar's record: (key, reason) -> entry; keys no group or column takes, by key.
+        self._drops: Dict[Tuple[Any, str], _Drop] = {}
+        self._dropped_keys: Dict[Any, _Drop] = {}
+        self._why_unrouted = (DROP_NO_CHART_GROUP, "")  # set where a route is refused
+        self._sidecar_dirty = False
+        self._sidecar_written_at = -math.inf
+        self._rules: Optional[List[Dict[str, str]]] = None  # the chart groups as text
+        self._sidecar_resumed = False
+        self._inherited = False  # made by the parent of this forked process
         if not self.active:
             return
         _UNFINISHED.add(self)
@@ -525,34 +646,50 @@ class OcmsRecorder:
     def log(self, step: Any, metrics: Mapping[str, Any]) -> None:
         """Append one row per chart that has a value in `metrics`; flushed before returning."""
         if not self.active:
+            if self._inherited:
+                self._warn_once(
+                    "inherited",
+                    "this recorder belongs to the parent of this forked process (pid %d), "
+                    "which writes %s; the child writes nothing with it (make a new one there)",
+                    os.getppid(),
+                    self.log_dir,
+                )
             return
         try:
-            self._log(step, metrics)
+            # One call level below log() on the way to the rows, as few as can be: this is
+            # the training loop's cost.
+            if type(step) is int and 0 <= step <= MAX_STEP:
+                step_text = str(step)
+            else:
+                step_text = self._step_text(step)
+                if step_text is None:
+                    return
+            now = time.monotonic()
+            if now >= self._next_health_check:
+                self._check_health(now)
+            if self._owner or self._take_directory_again(now):
+                self._write(step_text, metrics, now)
+            elif self._directory_refused:
+                self._wait_for_directory(step_text, metrics)
+            else:  # another live recorder writes the directory: this one writes nothing there
+                return
+            if self._mirror is not None:
+                self._send_to_mirror(int(step_text), metrics)
         except Exception as error:  # never into training: log it once and carry on
             self._warn_once(
                 "log:" + type(error).__name__, "log() failed, snapshot dropped: %r", error
             )
 
-    def _log(self, step: Any, metrics: Mapping[str, Any]) -> None:
-        if type(step) is int and 0 <= step <= MAX_STEP:
-            step_text = str(step)
-        else:
-            step_text = self._step_text(step)
-            if step_text is None:
-                return
-        now = time.monotonic()
-        if not self._owner and not self._take_directory(now):
-            return
-        if now >= self._next_health_check:
-            self._check_health(now)
+    def _write(self, step_text: str, metrics: Mapping[str, Any], now: float) -> None:
+        """Append the snapshot's rows (the directory is ours), or keep them waiting."""
         if self._copying:
             self._poll_widenings()
         # Fast path: a key set met before, all values of number types met before. Then the
         # routing is known and each row is one str.format call over the values' reprs.
         keys = tuple(metrics)
-        plan = self._plans.get(keys)
+        entry = self._plans.get(keys)
         texts = None
-        if plan is not None and set(map(type, metrics.values())) <= self._number_types:
+        if entry is not None and set(map(type, metrics.values())) <= self._number_types:
             try:  # noqa: SIM105 - a try costs nothing here, contextlib.suppress would
                 texts = list(map(repr, map(float, metrics.values())))
             except Exception:  # e.g. a tensor of several values: the general path says why
@@ -560,7 +697,11 @@ class OcmsRecorder:
         if texts is None:
             lines = self._lines_general(step_text, keys, metrics)
         else:
+            plan, tally = entry  # type: ignore[misc]
             lines = [(chart, width, row.format(step_text, *texts)) for chart, width, row in plan]
+            if tally is not None:  # keys of this set are dropped: counted, not said again
+                tally[0] += 1
+                tally[1] = step_text
         if self._layout_dirty and now >= self._layout_retry_at:
             self._save_layout(now)  # before the rows: a widened chart is declared first
         if self._pending_rows and now >= self._flush_at:
@@ -584,8 +725,37 @@ class OcmsRecorder:
             except OSError as error:
                 self._drop_file(chart, "write " + chart.file_name, error)
                 self._keep(chart, line)  # after the drop: it waits for the retry
-        if self._mirror is not None:
-            self._send_to_mirror(int(step_text), metrics)
+
+    def _wait_for_directory(self, step_text: str, metrics: Mapping[str, Any]) -> None:
+        """Keep a snapshot until the directory can be made (bounded as rows the disk
+        refuses): routed then, after an earlier run's metrics.json there is resumed. Values
+        become plain numbers now, so no tensor is held."""
+        if len(self._early) >= MAX_PENDING_ROWS:
+            self._lose(f"snapshots for {self.log_dir}", int(step_text))
+            return
+        plain = {}
+        for key, value in metrics.items():
+            item = getattr(value, "item", None)
+            if callable(item) and not isinstance(value, (str, bytes)):
+                with contextlib.suppress(Exception):
+                    value = item()
+            plain[key] = value
+        self._early.append((step_text, plain))
+
+    def _take_directory_again(self, now: float) -> bool:
+        """Take the directory (snapshots wait only while this recorder does not hold it:
+        they are written first, in order)."""
+        if not self._take_directory(now):
+            return False
+        if self._early:
+            self._write_early(now)
+        return True
+
+    def _write_early(self, now: float) -> None:
+        early, self._early = self._early, []
+        for step_text, metrics in early:
+            self._write(step_text, metrics, now)
+        self._report_lost(f"snapshots for {self.log_dir}")
 
     def _lines_general(
         self, step_text: str, keys: Tuple[Any, ...], metrics: Mapping[str, Any]
@@ -597,29 +767,84 @@ class OcmsRecorder:
         for key, value in metrics.items():
             route = routes.get(key, _UNSEEN)
             if route is None:
+                record = self._dropped_keys.get(key)
+                if record is not None:
+                    record.add(int(step_text))
                 continue
             if route is _UNSEEN:
                 group_index = self._group_of(key)
                 if group_index is None:
+                    self._unrouted(key, step_text)
                     continue
             text = self._value_text(key, value)
             if text is None:
+                self._note_drop(key, DROP_NOT_A_NUMBER, step_text, self._why_unrouted[1])
+                self._why_unrouted = (DROP_NO_CHART_GROUP, "")
                 continue
             if route is _UNSEEN:
                 # Only a key with a usable value claims a column, so no column is born empty.
                 route = self._route_into_group(key, group_index)
                 if route is None:
+                    self._unrouted(key, step_text)
                     continue
             chart, column = route
             fields = pending.setdefault(chart, [])
             fields.extend([""] * (len(chart.y_axis) - len(fields)))
             fields[column] = text
         if len(self._plans) < MAX_PLANS and all(key in routes for key in keys):
-            self._plans[keys] = self._make_plan(keys)
+            self._plans[keys] = (self._make_plan(keys), self._make_tally(keys))
         return [
             (chart, len(fields), step_text + "," + ",".join(fields) + "\n")
             for chart, fields in pending.items()
         ]
+
+    def _make_tally(self, keys: Tuple[Any, ...]) -> Optional[List[Any]]:
+        """[calls, last step, entries] for a key set with dropped keys: the fast path counts
+        its calls there (one increment), folded into the entries when the sidecar is written."""
+        records = [self._dropped_keys[key] for key in keys if key in self._dropped_keys]
+        return [0, "0", records] if records else None
+
+    def _fold_tallies(self) -> None:
+        for _, tally in self._plans.values():
+            if tally is not None and tally[0]:
+                calls, step = tally[0], int(tally[1])
+                tally[0] = 0
+                for record in tally[2]:
+                    record.count += calls
+                    record.last_step = max(record.last_step, step)
+
+    def _unrouted(self, key: Any, step_text: str) -> None:
+        """A key met for the first time that no chart takes: on record under its reason."""
+        reason, message = self._why_unrouted
+        record = self._note_drop(key, reason, step_text, message)
+        if record is not None:
+            self._dropped_keys[key] = record
+        self._why_unrouted = (DROP_NO_CHART_GROUP, "")
+
+    def _note_drop(self, key: Any, reason: str, step_text: str, message: str) -> Optional[_Drop]:
+        """Count a key not written at this step; a new (key, reason) goes to the sidecar now
+        (at most once per health-check interval: later ones with the next check)."""
+        step = int(step_text)
+        record = self._drops.get((key, reason))
+        if record is not None:
+            record.add(step)
+            return record
+        if len(self._drops) >= MAX_SIDECAR_ENTRIES:
+            self._warn_once(
+                "sidecar-full",
+                "more than %d keys were not written; %s lists the first %d",
+                MAX_SIDECAR_ENTRIES,
+                SIDECAR,
+                MAX_SIDECAR_ENTRIES,
+            )
+            return None
+        record = _Drop(key, reason, step, message or f"{key!r} is not written ({reason})")
+        self._drops[(key, reason)] = record
+        self._sidecar_dirty = True
+        now = time.monotonic()
+        if self._owner and now - self._sidecar_written_at >= self.health_check_interval_s:
+            self._save_sidecar(now)
+        return record
 
     def _make_plan(self, keys: Tuple[Any, ...]) -> List[Tuple[_Chart, int, str]]:
         """Per chart the keys reach: (chart, width, row template over step and values)."""
@@ -655,13 +880,13 @@ class OcmsRecorder:
             self._warn_once("step", "step %r is not a non-negative integer; snapshot skipped", step)
             return None
         if number > MAX_STEP:
-            self._warn_once(
-                "step-too-large",
-                "step %d is larger than %d (2^53 - 1, the largest a JavaScript number holds "
-                "exactly); snapshots with such steps are skipped",
-                number,
-                MAX_STEP,
+            message = (
+                f"step {number} is larger than {MAX_STEP} (2^53 - 1, the largest a JavaScript "
+                "number holds exactly); snapshots with such steps are skipped"
             )
+            self._warn_once("step-too-large", "%s", message)
+            if self.active:
+                self._note_drop(None, DROP_STEP_TOO_LARGE, str(number), message)
             return None
         return str(number)
 
@@ -674,13 +899,9 @@ class OcmsRecorder:
             item = getattr(value, "item", None)
             text = repr(float(item() if callable(item) else value))
         except Exception as error:
-            self._warn_once(
-                f"value:{key!r}",
-                "metric %r: a value of type %s is not a number (%s); skipped",
-                key,
-                type(value).__name__,
-                error,
-            )
+            message = f"metric {key!r}: a value of type {type(value).__name__} is not a number"
+            self._warn_once(f"value:{key!r}", "%s (%s); skipped", message, error)
+            self._why_unrouted = (DROP_NOT_A_NUMBER, message)
             return None
         kind = type(value)
         if kind not in self._number_types and not issubclass(kind, (str, bytes, bytearray)):
@@ -706,6 +927,7 @@ class OcmsRecorder:
         self._warn_once(
             f"unmatched:{key!r}", "metric %r matches no chart group; it is not written", key
         )
+        self._why_unrouted = (DROP_NO_CHART_GROUP, f"no chart group accepts {key!r}")
         return None
 
     def _route_into_group(self, key: str, group_index: int) -> Optional[_Route]:
@@ -720,12 +942,13 @@ class OcmsRecorder:
         chart = self._charts_by_name.get(name)
         if chart is None:
             if len(self._charts) >= MAX_CHARTS:
-                self._warn_once(
-                    "too-many:" + name,
-                    "metrics.json already has %d charts (the ocms limit); chart %r is not written",
-                    MAX_CHARTS,
-                    name,
+                message = (
+                    f"metrics.json already has {MAX_CHARTS} charts (the ocms limit, some of "
+                    f"them an earlier run's); chart {name!r} is not written"
                 )
+                self._warn_once("too-many:" + name, "%s", message)
+                # No chart group can take the key here: the closest of the sidecar's reasons.
+                self._why_unrouted = (DROP_NO_CHART_GROUP, message)
                 return None
             chart = _Chart(name, chart_file_name(name), self.log_dir, [], group_index)
             self._add_chart(chart)
@@ -745,6 +968,11 @@ class OcmsRecorder:
             suffix += 1
             name = f"{base}_{suffix}"
         if name not in chart.y_axis and len(chart.y_axis) >= MAX_SERIES_PER_CHART:
+            self._why_unrouted = (
+                DROP_Y_AXIS_CAP,
+                f"chart {chart.name!r} already has {MAX_SERIES_PER_CHART} series (the most a "
+                f"chart may have); {key!r} is not written",
+            )
             self._warn_once(
                 "too-many-series:" + chart.name,
                 "chart %r already has %d series (the most a chart may have); %r and any "
@@ -771,6 +999,7 @@ class OcmsRecorder:
             return chart.y_axis.index(name)
         chart.y_axis.append(name)
         self._layout_dirty = True
+        self._fold_tallies()
         self._plans.clear()  # their row templates have the old width
         return len(chart.y_axis) - 1
 
@@ -807,8 +1036,10 @@ class OcmsRecorder:
             os.makedirs(self.log_dir, exist_ok=True)
             descriptor = self._lock_directory()
         except OSError as error:
+            self._directory_refused = True
             self._warn_os_error("create the directory", error)
             return False
+        self._directory_refused = False
         if descriptor is None:
             self._warn_once(
                 "locked",
@@ -821,6 +1052,9 @@ class OcmsRecorder:
         if not self._charts:
             _remove_stale_temp_files(self.log_dir)
             self._resume_layout()
+        if not self._sidecar_resumed:
+            self._sidecar_resumed = True  # once: a second take must not count it again
+            self._resume_sidecar()
         return True
 
     def _lock_directory(self) -> Optional[int]:
@@ -886,6 +1120,37 @@ class OcmsRecorder:
             chart.resumed = tuple(y_axis)
             self._add_chart(chart)
 
+    def _resume_sidecar(self) -> None:
+        """Carry an earlier run's record of dropped keys into this one (its keys are still
+        missing from the CSVs this run appends to): same key and reason, one entry."""
+        try:
+            document = json.loads(_read_layout_bytes(os.path.join(self.log_dir, SIDECAR)))
+        except FileNotFoundError:
+            return
+        except Exception as error:  # OSError, ValueError, RecursionError: a new record
+            self._warn_once(
+                "resume-sidecar", "cannot read %s (%s); a new one is written", SIDECAR, error
+            )
+            return
+        if not (
+            isinstance(document, dict)
+            and document.get("format") == SIDECAR_FORMAT
+            and document.get("version") == SIDECAR_VERSION
+            and isinstance(document.get("dropped"), list)
+        ):
+            return
+        for entry in document["dropped"][:MAX_SIDECAR_ENTRIES]:
+            earlier = _drop_from_json(entry)
+            if earlier is None:
+                continue
+            record = self._drops.get((earlier.key, earlier.reason))
+            if record is None and len(self._drops) < MAX_SIDECAR_ENTRIES:
+                self._drops[(earlier.key, earlier.reason)] = earlier
+            elif record is not None:  # this recorder dropped it before it had the directory
+                record.count += earlier.count
+                record.first_step = earlier.first_step
+                record.last_step = max(record.last_step, earlier.last_step)
+
     def _save_layout(self, now: float) -> None:
         """Rewrite metrics.json atomically, declaring of each chart only the columns its CSV
         has (or will have the instant after: a widened copy waits in a temp file, renamed
@@ -912,9 +1177,11 @@ class OcmsRecorder:
         except OSError as error:
             for chart, _ in widened:
                 self._discard_widening(chart)
+            self._layout_refused = True
             self._layout_retry_at = now + self.health_check_interval_s
             self._warn_os_error("write " + METRICS_JSON, error)
             return
+        self._layout_refused = False
         for chart in self._charts:
             chart.declared = None
         for chart, width in declared:
@@ -924,7 +1191,7 @@ class OcmsRecorder:
             chart.widening = None
             try:
                 os.replace(temp_path, chart.path)
-                if copied_aside:
+                if copied_aside and chart.fd >= 0:
                     # The last descriptor of the replaced file: closing it frees its blocks,
                     # which takes tens of ms for a GB. Not on the caller's thread either.
                     threading.Thread(target=os.close, args=(chart.fd,), daemon=True).start()
@@ -1027,16 +1294,10 @@ class OcmsRecorder:
                     self._copying = True
 
     def _keep(self, chart: _Chart, line: str) -> None:
-        """A row that cannot be appended right now: keep it (bounded) and try the chart."""
-        if self._pending_rows >= MAX_PENDING_ROWS:
-            self._dropped_rows += 1
-            self._warn_once(
-                "pending-full",
-                "%d rows are waiting in memory for %s; further rows are dropped until the "
-                "disk takes them",
-                MAX_PENDING_ROWS,
-                self.log_dir,
-            )
+        """A row that cannot be appended right now: keep it and try the chart. Bounded only
+        while the disk refuses writes: rows that wait for a widening copy are all kept."""
+        if len(chart.pending) >= MAX_PENDING_ROWS and (chart.refused or self._layout_refused):
+            self._lose(f"rows of {chart.path}", int(line[: line.index(",")]))
             return
         chart.pending.append(line)
         self._pending_rows += 1
@@ -1076,7 +1337,7 @@ class OcmsRecorder:
             chart.disk_width = width
             # The first row alone, then the rest: a disk that still refuses costs one row's
             # write per retry, not a join of every waiting row.
-            for batch in (1, MAX_PENDING_ROWS):
+            for batch in (1, len(chart.pending)):
                 ready = 0
                 for line in chart.pending[:batch]:
                     if line.count(",") > width:
@@ -1091,8 +1352,11 @@ class OcmsRecorder:
                 written = os.write(chart.fd, data)
                 if written != len(data):
                     self._write_rest(chart, data, written)
+                chart.refused = False
                 del chart.pending[:ready]
                 self._pending_rows -= ready
+                if not chart.pending and self._lost:
+                    self._report_lost(f"rows of {chart.path}")
         except OSError as error:
             self._drop_file(chart, "write " + chart.file_name, error)
 
@@ -1144,25 +1408,62 @@ class OcmsRecorder:
     def _drop_file(self, chart: _Chart, action: str, error: OSError) -> None:
         # Reopening repairs the tail, so a half-written row never glues onto the next one.
         self._warn_os_error(action, error)
+        chart.refused = True
         with contextlib.suppress(OSError):
             chart.close()
         chart.retry_at = time.monotonic() + self.health_check_interval_s
         self._flush_at = min(self._flush_at, chart.retry_at)
 
+    def _lose(self, what: str, step: int, bounded: bool = True) -> None:
+        """A row (or snapshot) dropped: too many wait for a disk that refuses them
+        (`bounded`), or the interpreter exits with it still refused."""
+        lost = self._lost.get(what)
+        if lost is None:
+            lost = self._lost[what] = _LostRows()
+        lost.add(step)
+        if not bounded:
+            return
+        self._warn_once(
+            "pending-full:" + what,
+            "%d %s are waiting in memory while the disk refuses them; further ones are "
+            "dropped until it takes them again (how many and which steps is said then)",
+            MAX_PENDING_ROWS,
+            what,
+        )
+
+    def _report_lost(self, what: Optional[str] = None) -> None:
+        """Say how many rows were dropped and at which steps (all of them when `what` is
+        None), once they are known: the disk took rows again, or the run ends."""
+        for each in [what] if what is not None else list(self._lost):
+            lost = self._lost.pop(each, None)  # type: ignore[arg-type]
+            if lost is not None:
+                logger.warning(
+                    "%d %s were dropped while the disk refused them: steps %s",
+                    lost.count,
+                    each,
+                    lost.steps_text(),
+                )
+                self._warned.discard("pending-full:" + each)  # a later episode is said too
+
     def _check_health(self, now: float) -> None:
         """Recreate what someone deleted or moved away under a running recorder: the
         directory (locked anew), metrics.json, a CSV (the path no longer names the file kept
-        open). Also notice a copy that finished on its thread."""
+        open). Also notice a copy that finished on its thread, and write the sidecar if a
+        new dropped key waits for it."""
         self._next_health_check = now + self.health_check_interval_s
         self._poll_widenings()
-        try:
-            moved = not self._lock_is_on(os.stat(self.log_dir))
-        except OSError:
-            moved = True
-        if moved:
-            self._release_directory()
-            if not self._take_directory(now):
-                return
+        if self._owner:
+            try:
+                moved = not self._lock_is_on(os.stat(self.log_dir))
+            except OSError:
+                moved = True
+            if moved:
+                self._release_directory()
+                if not self._take_directory(now):
+                    for chart in self._charts:  # their files are gone with the directory
+                        chart.close()
+                        chart.disk_width = None
+                    return
         for chart in self._charts:
             if chart.fd >= 0:
                 try:
@@ -1177,6 +1478,8 @@ class OcmsRecorder:
             self._layout_on_disk = None
             self._layout_dirty = True
             self._layout_retry_at = now
+        if self._sidecar_dirty and self._owner:
+            self._save_sidecar(now)
 
     # -- the rest of the API ------------------------------------------------------------
 
@@ -1198,14 +1501,27 @@ class OcmsRecorder:
                 routes.append((key, chart.name, chart.y_axis[column]))
         return routes
 
-
     def finish(self) -> None:
-        """Wait for a widening still copying, write what waits (metrics.json, rows), close
-        the files and let go of the directory. Safe to call twice; a later log() takes the
-        directory and opens the files again. Rows still waiting are said once."""
-        if not self.active or not self._owner:
+        """Wait for a widening still copying, write what waits (metrics.json, rows, the
+        sidecar), close the files and let go of the directory. Safe to call twice; a later
+        log() takes the directory and opens the files again. Rows still waiting are said
+        once (they stay in memory: a later log(), or the interpreter's exit, tries again)."""
+        self._finish(at_exit=False)
+
+    def _finish(self, at_exit: bool) -> None:
+        if not self.active:
             return
         try:
+            if not self._owner:
+                if not self._has_work():
+                    return
+                self._last_take_attempt = -math.inf  # one more try, now
+                if not self._take_directory(time.monotonic()):
+                    if at_exit:
+                        self._lose_what_waits()
+                    return
+            if self._early:
+                self._write_early(time.monotonic())
             for chart in self._charts:
                 chart.retry_at = 0.0  # one more try of every file, now
             # Twice at most: a copy that ended at a width that is no longer the chart's
@@ -1220,14 +1536,19 @@ class OcmsRecorder:
                 if not any(chart.widening for chart in self._charts):
                     break
             self._flush_all()
-            if self._pending_rows:
+            if self._drops:
+                self._save_sidecar(time.monotonic())
+            if self._pending_rows and at_exit:
+                self._lose_what_waits()
+            elif self._pending_rows:
                 self._warn_once(
                     "finish-pending",
                     "finish(): %d rows could not be written to %s (they stay in memory; a "
-                    "later log() tries again)",
+                    "later log() or the interpreter's exit tries again)",
                     self._pending_rows,
                     self.log_dir,
                 )
+            self._report_lost()
             for chart in self._charts:
                 self._discard_widening(chart)
                 chart.close()
@@ -1235,13 +1556,111 @@ class OcmsRecorder:
         except Exception as error:
             self._warn_once("finish", "finish() failed: %r", error)
 
+    def _has_work(self) -> bool:
+        """Something waits to be written: rows, snapshots, metrics.json, a copy, the sidecar."""
+        return bool(
+            self._pending_rows
+            or self._early
+            or self._layout_dirty
+            or self._sidecar_dirty
+            or any(chart.widening is not None for chart in self._charts)
+        )
+
+    def _lose_what_waits(self) -> None:
+        """The interpreter exits and the disk still refuses: what waits is lost, said exactly."""
+        for step_text, _ in self._early:
+            self._lose(f"snapshots for {self.log_dir}", int(step_text), bounded=False)
+        self._early = []
+        for chart in self._charts:
+            for line in chart.pending:
+                self._lose(f"rows of {chart.path}", int(line[: line.index(",")]), bounded=False)
+            chart.pending = []
+        self._pending_rows = 0
+        self._report_lost()
+
     def __del__(self) -> None:
         try:
+            if self.active and self._has_work():
+                self._finish_when_collected()
+                return
             for chart in self._charts:
                 chart.close()
             self._release_directory()
         except Exception:  # half-built, or the interpreter is shutting down
             pass
+
+    def _finish_when_collected(self) -> None:
+        """Collected without finish(): finish now, or, while a big copy still runs, on a
+        thread of its own (not a daemon: the interpreter waits for it before exiting). What
+        the disk still refuses after that is tried once more at exit."""
+        _ORPHANED.add(self)
+        if any(chart.widening is not None and not chart.widening.done for chart in self._charts):
+            try:
+                threading.Thread(target=self._finish_orphan, name="ocms-recorder-finish").start()
+                return
+            except RuntimeError:  # the interpreter is shutting down: finish on this thread
+                pass
+        self._finish_orphan()
+
+    def _finish_orphan(self) -> None:
+        self._finish(at_exit=False)
+        if not self._has_work():
+            _ORPHANED.discard(self)
+
+    def _become_inherited(self) -> None:
+        """In a forked child: the parent's recorder must neither hold the directory's lock
+        (closing the child's copy of the descriptor leaves the parent's lock alone; an
+        unlock would not) nor write the parent's waiting rows, now or at exit."""
+        descriptors = [chart.fd for chart in self._charts] + [self._lock_fd]
+        for chart in self._charts:
+            chart.fd = -1
+            chart.pending = []
+            chart.widening = None  # the parent's copy: its temp file is the parent's too
+        self._lock_fd = -1
+        for descriptor in descriptors:
+            if descriptor >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(descriptor)
+        self.active = self._owner = False
+        self._inherited = True
+        self._pending_rows = 0
+        self._early = []
+        self._layout_dirty = self._sidecar_dirty = self._copying = False
+        self._mirror = None
+
+    # -- the sidecar ----------------------------------------------------------------------
+
+    def _save_sidecar(self, now: float) -> None:
+        """Write `.ocms-recorder.json` atomically: the keys not written and why, the chart
+        groups, the recorder's version. Never stops the metrics: a failure is said once and
+        retried with the next health check."""
+        self._sidecar_written_at = now
+        path = os.path.join(self.log_dir, SIDECAR)
+        try:
+            self._fold_tallies()
+            if self._rules is None:
+                self._rules = [
+                    {"chart": name, "accepts": rule_text(accepts)} for name, accepts in self._groups
+                ]
+            document = {
+                "format": SIDECAR_FORMAT,
+                "version": SIDECAR_VERSION,
+                "recorder": __version__,
+                "chart_groups": self._rules,
+                "dropped": [record.as_json() for record in self._drops.values()],
+            }
+            text = json.dumps(document, indent=2, allow_nan=False) + "\n"
+            _replace_atomically(path, [text.encode("utf-8")])
+        except Exception as error:
+            self._warn_once(
+                "sidecar",
+                "cannot write %s (%s); the metrics are written all the same, this record of "
+                "dropped keys is tried again later",
+                path,
+                error,
+            )
+            return
+        self._sidecar_dirty = False
 
     def __enter__(self) -> "OcmsRecorder":
         return self
@@ -1253,7 +1672,7 @@ class OcmsRecorder:
         # One warning per kind of failure (a full disk fails every file the same way).
         self._warn_once(
             f"os:{error.errno}",
-            "cannot %s in %s (%s); rows wait in memory (up to %d) until it works again",
+            "cannot %s in %s (%s); rows wait in memory (up to %d per chart) until it works again",
             action,
             self.log_dir,
             error,
@@ -1278,13 +1697,93 @@ class OcmsRecorder:
 # Recorders alive at interpreter exit are finished then: rows that waited in memory (for a
 # widening copy, for the disk) are written even by a script that never calls finish().
 _UNFINISHED: "weakref.WeakSet[OcmsRecorder]" = weakref.WeakSet()
+# Recorders collected with work left (a copy still running, a disk still refusing), kept
+# alive until it is done or the interpreter exits.
+_ORPHANED: "Set[OcmsRecorder]" = set()
 
 
 @atexit.register
 def _finish_at_exit() -> None:
-    for recorder in list(_UNFINISHED):
-        if recorder._pending_rows or recorder._copying:
-            recorder.finish()
+    for recorder in set(_UNFINISHED) | _ORPHANED:
+        with contextlib.suppress(Exception):
+            if recorder.active and recorder._has_work():
+                recorder._finish(at_exit=True)
+    _ORPHANED.clear()
+
+
+def _forget_in_child() -> None:
+    """After fork(), in the child: every recorder it inherited becomes the parent's alone."""
+    for recorder in set(_UNFINISHED) | _ORPHANED:
+        with contextlib.suppress(Exception):
+            recorder._become_inherited()
+    _ORPHANED.clear()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; Windows has no fork()
+    os.register_at_fork(after_in_child=_forget_in_child)
+
+
+def rule_text(accepts: Callable[[str], bool]) -> str:
+    """A chart group's predicate as readable text: the format's rule for a default group,
+    a lambda's own source when it can be found on one line, else its qualified name."""
+    try:
+        known = DEFAULT_RULES.get(accepts)
+    except TypeError:  # an unhashable callable
+        known = None
+    if known is not None:
+        return known
+    kind = type(accepts)
+    try:  # a user's callable may answer attribute lookups with anything, or raise
+        name = getattr(accepts, "__qualname__", None)
+        module = getattr(accepts, "__module__", None)
+        if not (isinstance(name, str) and isinstance(module, str)):
+            name, module = kind.__qualname__ + " object", kind.__module__
+        code = getattr(accepts, "__code__", None)
+    except Exception:
+        return f"{kind.__module__}.{kind.__qualname__} object"
+    if name.endswith("<lambda>") and isinstance(code, type(rule_text.__code__)):
+        with contextlib.suppress(Exception):
+            source = _lambda_source(code)
+            if source is not None:
+                return source
+    return f"{module}.{name}"
+
+
+def _lambda_source(code: Any) -> Optional[str]:
+    """The text of the one lambda on its first source line whose body compiles to `code`
+    (None if the line cannot be read, or no single lambda there matches): a prefix of the
+    line from `lambda` that parses alone as a lambda expression."""
+    import ast  # here: only a sidecar naming a user's predicate needs it
+    import linecache
+
+    line = linecache.getline(code.co_filename, code.co_firstlineno)
+    if not line or len(line) > 1000:
+        return None
+    found = []
+    start = line.find("lambda")
+    while start >= 0:
+        for end in range(len(line.rstrip()), start, -1):
+            candidate = line[start:end]
+            try:
+                tree = ast.parse(candidate, mode="eval")
+            except SyntaxError:
+                continue
+            if isinstance(tree.body, ast.Lambda):  # not "lambda k: a, b" (a tuple)
+                found.append(ast.get_source_segment(candidate, tree.body) or candidate)
+                break
+        start = line.find("lambda", start + 1)
+    matching = [text for text in found if _compiles_to(text, code)]
+    if len(matching) == 1:
+        return matching[0]
+    # A closure compiles differently alone (its free names become globals): the one lambda
+    # of its line is still its text. Otherwise (an edited file, say) the name is honest.
+    return found[0] if len(found) == 1 and code.co_freevars else None
+
+
+def _compiles_to(text: str, code: Any) -> bool:
+    compiled = compile(text, "<rule>", "eval")
+    inner = [each for each in compiled.co_consts if hasattr(each, "co_code")]
+    return len(inner) == 1 and inner[0].co_code == code.co_code
 
 
 def _find_ocms_mirror() -> Optional[Callable[..., Any]]:
@@ -1327,6 +1826,25 @@ def _resumable_charts(document: Any) -> Optional[List[Tuple[str, List[str]]]]:
             return None
         charts.append((name, y_axis))
     return charts
+
+
+def _drop_from_json(entry: Any) -> Optional[_Drop]:
+    """An entry of an earlier sidecar's "dropped" list, if it has the layout written."""
+    if not isinstance(entry, dict):
+        return None
+    key, reason, message = entry.get("key"), entry.get("reason"), entry.get("message")
+    numbers = [entry.get(name) for name in ("first_step", "last_step", "count")]
+    if not (
+        (key is None) == (reason == DROP_STEP_TOO_LARGE)
+        and (key is None or isinstance(key, str))
+        and reason in DROP_REASONS
+        and isinstance(message, str)
+        and all(type(number) is int and number >= 0 for number in numbers)
+    ):
+        return None
+    record = _Drop(key, reason, numbers[0], message)  # type: ignore[arg-type]
+    record.last_step, record.count = numbers[1], numbers[2]  # type: ignore[assignment]
+    return record
 
 
 def _validate_chart_groups(groups: List[ChartGroup]) -> None:

@@ -8,6 +8,7 @@ import json
 import logging
 import math
 import os
+import signal
 import sys
 import tempfile
 import types
@@ -23,15 +24,18 @@ from ocms_recorder import (
     DEFAULT_CHART_GROUPS,
     MAX_CHART_NAME_LENGTH,
     MAX_STEP,
+    SIDECAR,
     OcmsRecorder,
     sanitize_key,
 )
 from test_recorder_support import (
+    BIG_CHART,
     RECORDER_DIR,
     TEN_METRICS,
     assert_consistent,
     read_layout,
     read_rows,
+    read_sidecar,
     run_python,
     warnings_from_recorder,
     y_axes,
@@ -273,16 +277,10 @@ def test_a_late_key_widens_its_chart_with_atomic_rewrites(tmp_path: Path) -> Non
 # The copy of a big chart is held at its first read (an audit hook on the copying thread's
 # open) until the caller has logged 50 more steps: a log() that waited for the copy would
 # deadlock here, and the hook's timeout would then let the copy go and report it.
-WIDENING_OFF_THE_CALLERS_THREAD = """
-import json, os, sys, threading
-sys.path.insert(0, sys.argv[2])
-from ocms_recorder import WIDEN_INLINE_BYTES, OcmsRecorder, write_layout
-directory = sys.argv[1]
-csv_path = os.path.join(directory, "loss.csv")
-rows = WIDEN_INLINE_BYTES // 10 + 1000
-write_layout(directory, {"loss": ["loss"]})
-with open(csv_path, "wb") as handle:
-    handle.write(b"".join(b"%d,0.5\\n" % step for step in range(rows)))
+WIDENING_OFF_THE_CALLERS_THREAD = (
+    BIG_CHART
+    + """
+import json, threading
 size_before = os.path.getsize(csv_path)
 caller_went_on = threading.Event()
 held = []
@@ -306,6 +304,7 @@ recorder.finish()
 unchanged = size_while_copying == size_before
 print(json.dumps({"held": held, "declared": declared, "rows": rows, "unchanged": unchanged}))
 """
+)
 
 
 @pytest.mark.parametrize("mode", ["one-key", "another-key-meanwhile"])
@@ -333,26 +332,30 @@ def test_a_big_chart_is_widened_off_the_callers_thread_and_keeps_every_row(
     assert_consistent(tmp_path)
 
 
-EXIT_DURING_A_WIDENING = """
-import os, sys
-sys.path.insert(0, sys.argv[2])
-from ocms_recorder import WIDEN_INLINE_BYTES, OcmsRecorder, write_layout
-rows = WIDEN_INLINE_BYTES // 10 + 1000
-write_layout(sys.argv[1], {"loss": ["loss"]})
-with open(os.path.join(sys.argv[1], "loss.csv"), "wb") as handle:
-    handle.write(b"".join(b"%d,0.5\\n" % step for step in range(rows)))
-recorder = OcmsRecorder(log_dir=sys.argv[1])
+EXIT_DURING_A_WIDENING = (
+    BIG_CHART
+    + """
+import signal, time
+recorder = OcmsRecorder(log_dir=directory)
 for step in range(rows, rows + 20):
     recorder.log(step=step, metrics={"loss": 0.25, "eval_loss": 0.125})
-print(rows)  # and exit without finish(): the rows that wait for the copy are written anyway
+print(rows, flush=True)  # and exit without finish(): the rows that wait are written anyway
+if sys.argv[3] == "ctrl-c":  # a real SIGINT while the copy runs: KeyboardInterrupt ends it
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(30)
 """
+)
 
 
+@pytest.mark.parametrize("ending", ["exit", "ctrl-c"])
 def test_rows_waiting_for_a_widening_are_written_when_the_script_exits_without_finish(
-    tmp_path: Path,
+    tmp_path: Path, ending: str
 ) -> None:
-    result = run_python(EXIT_DURING_A_WIDENING, tmp_path, RECORDER_DIR)
-    assert result.returncode == 0 and result.stderr == "", result.stderr
+    result = run_python(EXIT_DURING_A_WIDENING, tmp_path, RECORDER_DIR, ending)
+    if ending == "exit":
+        assert result.returncode == 0 and result.stderr == "", result.stderr
+    else:  # Python ends a script a KeyboardInterrupt stopped by the signal (after atexit)
+        assert result.returncode == -signal.SIGINT and "KeyboardInterrupt" in result.stderr
     rows = int(result.stdout)
     written = read_rows(tmp_path, "loss.csv")
     assert written[rows:] == [[str(step), "0.25", "0.125"] for step in range(rows, rows + 20)]
@@ -683,8 +686,10 @@ def test_whatever_is_logged_the_directory_passes_the_check(
             with OcmsRecorder(log_dir=directory) as recorder:
                 for step, metrics in calls:
                     recorder.log(step=step, metrics=metrics)
+            if os.path.exists(os.path.join(directory, SIDECAR)):
+                read_sidecar(Path(directory))  # what was dropped is on record, in its layout
             if not os.path.exists(os.path.join(directory, "metrics.json")):
-                assert os.listdir(directory) == []  # nothing usable was logged
+                assert set(os.listdir(directory)) <= {SIDECAR}  # nothing usable was logged
                 return
             result = check_directory(directory)
             assert result.errors == 0, result.problems

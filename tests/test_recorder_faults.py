@@ -39,7 +39,7 @@ pytestmark = pytest.mark.usefixtures("no_launcher_environment")
 # -- faults while training: never an exception, one warning, recover when possible ----------
 
 
-def test_a_log_dir_that_cannot_be_created_never_raises_and_warns_once(
+def test_a_log_dir_that_cannot_be_created_never_raises_warns_once_and_its_rows_wait(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING, logger="ocms_recorder")
@@ -53,8 +53,10 @@ def test_a_log_dir_that_cannot_be_created_never_raises_and_warns_once(
     assert len(warnings) == 1 and "cannot" in warnings[0]
     blocker.unlink()  # the trouble goes away: the next call writes everything again
     recorder.log(step=5, metrics=TEN_METRICS)
+    assert read_rows(blocker, "loss.csv") == [
+        [str(step), "0.5", "0.25", "0.125"] for step in range(6)
+    ]  # the rows that waited, before finish()
     recorder.finish()
-    assert read_rows(blocker, "loss.csv") == [["5", "0.5", "0.25", "0.125"]]
     assert len(y_axes(blocker)) == 6
     assert_consistent(blocker)
 
@@ -168,12 +170,18 @@ def test_at_most_max_pending_rows_wait_in_memory_and_the_rest_is_said_once(
     result = run_python(TRANSIENT_FAILURE, str(tmp_path), str(RECORDER_FILE.parent), str(refused))
     assert result.returncode == 0 and result.stdout == "True\ntraining went on\n", result.stderr
     warnings = [line for line in result.stderr.splitlines() if line.startswith("ocms_recorder")]
-    assert len(warnings) == 2, result.stderr
+    assert len(warnings) == 3, result.stderr
     assert "File too large" in warnings[0] and f"{MAX_PENDING_ROWS} rows" in warnings[1]
+    first_lost = 100 + MAX_PENDING_ROWS
+    # Once written, how many rows were dropped and which: exactly, with the chart's file.
+    assert warnings[2].endswith(
+        f"51 rows of {tmp_path / 'loss.csv'} were dropped while the disk refused them: "
+        f"steps {first_lost}-{first_lost + 50}"
+    ), warnings[2]
     steps = [int(row[0]) for row in read_rows(tmp_path, "loss.csv")]
     # The first MAX_PENDING_ROWS refused rows were kept and written by finish(); the rows
     # after them were dropped, the last one too: it came before the retry (1 s later).
-    assert steps == list(range(100 + MAX_PENDING_ROWS))
+    assert steps == list(range(first_lost))
     _passes(tmp_path)
 
 
