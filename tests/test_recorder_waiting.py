@@ -26,7 +26,7 @@ from test_recorder_support import (
     y_axes,
 )
 
-from ocms_tui.checker import check_directory
+from ocms_tui.follow.checker import check_directory
 
 pytestmark = pytest.mark.usefixtures("no_launcher_environment")
 

@@ -4,7 +4,7 @@ Not part of the Octopus format (a dot-file the platform ignores; a directory wit
 still valid). The recorder writes it atomically; this module reads it as untrusted input:
 a missing sidecar is nothing, and an unreadable, oversized, non-regular (a FIFO), symlinked,
 malformed or hostile one is one warning at most, never an exception or a hang.
-Standard library only.
+The sidecar's name, format and version are the recorder's own constants.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ocms_recorder import SIDECAR as SIDECAR_NAME
+from ocms_recorder import SIDECAR_FORMAT
+
 from ocms_tui.format.key_families import suggested_chart
 from ocms_tui.format.problems import Problem, Rule
 
-SIDECAR_NAME = ".ocms-recorder.json"
-SIDECAR_FORMAT = "ocms-recorder"
-SIDECAR_VERSION = 1
 # A thousand dropped keys with their messages fit in well under this; more is not a sidecar.
 MAX_SIDECAR_BYTES = 1 << 20
 # A sidecar naming more dropped keys than this is summed up after the first ones.
