@@ -52,8 +52,8 @@ FIGURE = "recorder log(), 10 metrics over 6 charts"
 WIDENING_FIGURE = "slowest recorder log() while a {size} chart widens"
 WIDEN_FULL_BYTES = 1 << 30  # the 1 GB
 WIDEN_TINY_BYTES = 16 << 20  # the smoke test's: still above the recorder's inline size
-# A training step every few ms: fast training, and fewer rows wait in memory meanwhile
-# than the recorder keeps (MAX_PENDING_ROWS) for a copy of a few seconds.
+# A training step every few ms: fast training; the rows logged during the copy wait in
+# memory (all of them, while the disk takes writes) and are written when it ends.
 STEP_INTERVAL_S = 0.004
 WIDENING_TARGET_S = 0.050
 
