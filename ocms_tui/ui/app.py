@@ -14,7 +14,6 @@ import os
 import signal
 import time
 from collections.abc import Callable, Sequence
-from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
@@ -26,6 +25,7 @@ from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.driver import Driver
 from textual.message import Message
+from textual.timer import Timer
 
 from ocms_tui.draw.plotting import series_color
 from ocms_tui.follow.model import RunModel
@@ -143,6 +143,11 @@ class OcmsApp(App[int]):
         self._panel_views: dict[str, PanelView] = {}
         self._shown_charts: tuple[tuple[OverlayChart, ...], bool] = ((), False)
         self._pending_states = 0
+        # One freeze timer at most (see _freeze_long_lived), and whether panels were removed
+        # since the last freeze: a second layout within FREEZE_AFTER_SECONDS stops the
+        # first's timer, which would otherwise freeze the panels the second just removed.
+        self._freeze_timer: Timer | None = None
+        self._panels_replaced = False
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's driver, or on a POSIX terminal the one that reports a lone escape key
@@ -318,7 +323,10 @@ class OcmsApp(App[int]):
         focused = self.focused.name if isinstance(self.focused, ChartPanel) else None
         maximised = grid.maximised.name if grid.maximised else None
         grid.maximised = None
-        replaced = bool(grid.panels)
+        if self._freeze_timer is not None:
+            self._freeze_timer.stop()
+            self._freeze_timer = None
+        self._panels_replaced = self._panels_replaced or bool(grid.panels)
         gc.unfreeze()  # the panels about to go (see _freeze_long_lived)
         await grid.remove_children(ChartPanel)
         if key is not self._shown_charts:
@@ -344,9 +352,9 @@ class OcmsApp(App[int]):
             target.focus(scroll_visible=False)
         # The panels draw at the next refresh; then the session may read on.
         self.call_after_refresh(self.session.first_screen_shown)
-        self.set_timer(FREEZE_AFTER_SECONDS, partial(self._freeze_long_lived, replaced))
+        self._freeze_timer = self.set_timer(FREEZE_AFTER_SECONDS, self._freeze_long_lived)
 
-    def _freeze_long_lived(self, panels_replaced: bool) -> None:
+    def _freeze_long_lived(self) -> None:
         """The objects made so far (the app, its panels, the modules) live until the charts
         change: out of the cyclic collector's sight, its full collections scan about 16,000
         objects instead of 120,000 and pause the UI for at most 7 ms instead of 40 ms (one
@@ -354,7 +362,9 @@ class OcmsApp(App[int]):
         them before it removes panels, and the panels it removed are collected here (once
         per new layout, a pause of about 40 ms), or they would be frozen with the rest; a
         moment later, once the removal's last messages and threads let go of them."""
-        if panels_replaced:
+        self._freeze_timer = None
+        if self._panels_replaced:
+            self._panels_replaced = False
             gc.collect()
         gc.freeze()
 
