@@ -11,8 +11,9 @@ from pathlib import Path
 
 from app_support import append_rows, screen_text, wait_for, wait_for_text, write_layout
 
-from ocms_tui.ui.app import FREEZE_AFTER_SECONDS, OcmsApp
+from ocms_tui.ui.app import OcmsApp
 from ocms_tui.ui.demo import MARKUP_NAME, write_problem_run
+from ocms_tui.ui.freeze import FREEZE_AFTER_SECONDS
 from ocms_tui.widgets.chart_panel import ChartPanel
 
 SIZE = (120, 40)
