@@ -21,24 +21,31 @@ STARTUP_TIMEOUT = 180.0
 
 
 def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    return any(each == pid for each, _, _ in live_processes())
+
+
+def live_processes() -> list[tuple[int, int, int]]:
+    """(pid, parent pid, process group) of every process not yet dead, from /proc."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        state, parent, group = stat.rsplit(")", 1)[1].split()[:3]
+        if state != "Z":  # a zombie is dead, only not yet reaped
+            found.append((int(entry), int(parent), int(group)))
+    return found
 
 
 def processes_in_group(group: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and alive(int(entry)):
-            try:
-                fields = Path(f"/proc/{entry}/stat").read_text(encoding="utf-8").rsplit(")", 1)
-            except OSError:
-                continue
-            if int(fields[1].split()[2]) == group:
-                found.append(int(entry))
-    return found
+    return [pid for pid, _, each in live_processes() if each == group]
+
+
+def children_of(parent: int) -> list[int]:
+    return [pid for pid, each, _ in live_processes() if each == parent]
 
 
 def tmux_sockets(pid: int) -> list[Path]:
@@ -54,19 +61,6 @@ def pane_pids(socket: Path) -> list[int]:
         check=False,
     )
     return [int(pid) for pid in listed.stdout.split() if pid.isdigit()]
-
-
-def children_of(pid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                fields = Path(f"/proc/{entry}/stat").read_text(encoding="utf-8").rsplit(")", 1)
-            except OSError:
-                continue
-            if int(fields[1].split()[1]) == pid:
-                found.append(int(entry))
-    return found
 
 
 @pytest.mark.parametrize(
