@@ -250,6 +250,9 @@ VIEWS = {
 # All views at once run in the quick suite (each attack ~1.4 s of CPU); the grid and each
 # view alone are marked slow.
 QUICK_VIEWS = ("zoomed, smoothed, log, maximised",)
+# The attacks of the quick suite (0.6-1.7 s of CPU each): a restart, new columns in the
+# layout, a hostile writer; every attack runs in the slow suite.
+QUICK_ATTACKS = ("restart rewrites shorter", "a chart gains a column", "bad rows mid-run")
 
 
 @pytest.mark.parametrize(
@@ -259,7 +262,15 @@ QUICK_VIEWS = ("zoomed, smoothed, log, maximised",)
         for name, keys in VIEWS.items()
     ],
 )
-@pytest.mark.parametrize("attack", ATTACKS, ids=[attack.name for attack in ATTACKS])
+@pytest.mark.parametrize(
+    "attack",
+    [
+        pytest.param(
+            attack, id=attack.name, marks=() if attack.name in QUICK_ATTACKS else pytest.mark.slow
+        )
+        for attack in ATTACKS
+    ],
+)
 async def test_after_the_files_change_the_screen_is_a_fresh_starts(
     tmp_path: Path, attack: Attack, view: str | list[str]
 ) -> None:
@@ -366,7 +377,9 @@ async def test_resized_while_rows_arrive_the_screen_is_a_fresh_starts(
     _assert_same(live, await _screen(tmp_path, keys))
 
 
-@pytest.mark.parametrize("rows", [1, 2, 3, 17])
+@pytest.mark.parametrize(
+    "rows", [1, *(pytest.param(rows, marks=pytest.mark.slow) for rows in (2, 3, 17))]
+)
 async def test_zoomed_past_a_single_row_at_the_first_and_the_last_rows(
     tmp_path: Path, rows: int
 ) -> None:
