@@ -287,8 +287,8 @@ def _watcher_cost(
 
 
 def figure_watcher_cost(sizes: Sizes, workspace: Workspace) -> Row:
-    warm_up, window = (0.5, 1.0) if sizes.is_tiny else (1.0, 5.0)
-    repeats = 1 if sizes.is_tiny else 2
+    warm_up, window = {"tiny": (0.5, 1.0), "quick": (1.0, 3.0)}.get(sizes.name, (1.0, 5.0))
+    repeats = 2 if sizes.name == "full" else 1
     runs: dict[str, list[dict[str, float]]] = {kind: [] for kind in WATCH_KINDS}
     for repeat in range(repeats):  # alternated, so that both meet the same machine load
         for kind in WATCH_KINDS:

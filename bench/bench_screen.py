@@ -400,9 +400,9 @@ def _median_start(starts: list[_Start]) -> _Start:
 
 def _measure(directory: Path, rows: int, sizes: Sizes, live: bool) -> _SizeResult:
     quick = sizes.name != "full"
-    key_rounds = 1 if sizes.is_tiny else 3 if quick else 5
-    window = 1.0 if sizes.is_tiny else 6.0 if quick else 15.0
-    fresh_seconds = 2.5 if sizes.is_tiny else 8.0 if quick else 20.0
+    key_rounds = 1 if quick else 5
+    window = 1.0 if sizes.is_tiny else 3.0 if quick else 15.0
+    fresh_seconds = 2.5 if sizes.is_tiny else 4.0 if quick else 20.0
     screen = TmuxDashboard(directory)
     try:
         painted = screen.wait_for(_painted(rows), timeout=120)
@@ -469,7 +469,7 @@ def run(sizes: Sizes, workspace: Workspace) -> list[Row]:
     big_rows, small_rows = sizes.rows, sizes.small_rows
     big = workspace.copy(workspace.run(big_rows), "screen-big")
     small = workspace.copy(workspace.run(small_rows), "screen-small")
-    launches = 1 if sizes.is_tiny else 3
+    launches = 3 if sizes.name == "full" else 1
     cold_big, cold_small = (
         _median_start(starts)
         for starts in _cold_starts([(big, big_rows), (small, small_rows)], launches)

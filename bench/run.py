@@ -4,16 +4,27 @@ Each figure is a ratio against a baseline measured in the same run, with the abs
 beside it; the table starts with the date, the machine and the library versions. Test data is
 generated into a temporary directory (deterministic seeds) and removed afterwards.
 `--markdown FILE` writes the same table as Markdown, for docs/performance.md.
+
+Stopped by Ctrl-C, SIGTERM or SIGHUP (a `timeout`, a closed terminal), it ends what it
+started before it exits: the private tmux servers of the screen figures with their
+dashboards (daemons, out of its process group: they outlived a `timeout` by an hour), and
+every process under it.
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
+import os
+import signal
+import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
+from types import FrameType
 
 import bench_recorder
 from common import FULL, QUICK, TINY, Row, Sizes, machine_facts, not_measured
@@ -87,6 +98,116 @@ def run_groups(sizes: Sizes, names: list[str]) -> tuple[list[Row], bool]:
     return rows, complete
 
 
+class Stopped(BaseException):
+    """A signal asked the benchmark to end (a BaseException, as KeyboardInterrupt is: a
+    group's `except Exception` must not swallow it)."""
+
+    def __init__(self, number: int) -> None:
+        super().__init__(signal.Signals(number).name)
+        self.number = number
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+# The screen figures name their tmux servers so (bench_screen.TmuxDashboard).
+TMUX_SOCKET_PREFIX = "ocms-bench-"
+GRACE_SECONDS = 3.0
+
+
+def own_tmux_sockets(pid: int) -> list[Path]:
+    """The private tmux servers process `pid` started (their sockets still on disk)."""
+    directory = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}"
+    return sorted(map(Path, glob.glob(str(directory / f"{TMUX_SOCKET_PREFIX}{pid}-*"))))
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process under `pid` (children, their children...), from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":  # a zombie is already dead, only not yet reaped
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    found: list[int] = []
+    pending = [pid]
+    while pending:
+        for child in children.get(pending.pop(), []):
+            found.append(child)
+            pending.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _signal_all(pids: list[int], number: int) -> None:
+    for pid in pids:
+        with suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, number)
+
+
+def stop_everything_started() -> None:
+    """Kill the private tmux servers (and the dashboards in their panes) and every process
+    this benchmark started and left running: SIGTERM, then SIGKILL after GRACE_SECONDS."""
+    leftovers: list[int] = []
+    for socket in own_tmux_sockets(os.getpid()):
+        tmux = ["tmux", "-S", str(socket)]
+        try:
+            panes = subprocess.run(
+                [*tmux, "list-panes", "-a", "-F", "#{pane_pid}"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=False,
+            ).stdout.split()
+            subprocess.run([*tmux, "kill-server"], capture_output=True, timeout=10, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            panes = []
+        leftovers += [int(pane) for pane in panes if pane.isdigit()]
+    leftovers += descendants(os.getpid())
+    _signal_all(leftovers, signal.SIGTERM)
+    deadline = time.monotonic() + GRACE_SECONDS
+    while any(_alive(pid) for pid in leftovers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    _signal_all(
+        [pid for pid in leftovers if _alive(pid)] + descendants(os.getpid()), signal.SIGKILL
+    )
+    for socket in own_tmux_sockets(os.getpid()):  # a server killed hard leaves its socket
+        socket.unlink(missing_ok=True)
+
+
+@contextmanager
+def ended_on_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP unwind the benchmark as Ctrl-C does (its `finally` blocks close
+    dashboards and remove the workspace); whatever way it ends, what it started is ended."""
+
+    def stop(number: int, _frame: FrameType | None) -> None:
+        raise Stopped(number)
+
+    previous = {number: signal.signal(number, stop) for number in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        # A second signal must not cut the cleanup short.
+        for number in (*STOP_SIGNALS, signal.SIGINT):
+            signal.signal(number, signal.SIG_IGN)
+        try:
+            stop_everything_started()
+        finally:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def _cell(row: Row, column: str) -> str:
     value = row[column]
     if column == "met":
@@ -149,7 +270,15 @@ def main(argv: list[str] | None = None) -> int:
     facts = machine_facts()
     started = time.perf_counter()
     names = [name for name in GROUPS if not options.only or name in options.only]
-    rows, complete = run_groups(sizes, names)
+    try:
+        with ended_on_signals():
+            rows, complete = run_groups(sizes, names)
+    except KeyboardInterrupt:
+        print("stopped (Ctrl-C); everything it started has been ended", file=sys.stderr)
+        return 128 + signal.SIGINT
+    except Stopped as stopped:
+        print(f"stopped ({stopped}); everything it started has been ended", file=sys.stderr)
+        return 128 + stopped.number
     facts.append(("benchmark wall time", f"{time.perf_counter() - started:.0f} s"))
     print(format_text(facts, rows, sizes), end="")
     if options.markdown is not None:

@@ -9,8 +9,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ocms_recorder import write_layout as write_layout  # the one metrics.json writer
+from rich.cells import cell_len
+from textual._context import visible_screen_stack
 from textual.app import App
 from textual.pilot import Pilot
+
+POLL_SECONDS = 0.05
 
 _SVG_TEXT = re.compile(r"<text[^>]*>(.*?)</text>", re.DOTALL)
 
@@ -20,38 +24,40 @@ def svg_text(svg: str) -> str:
     return html.unescape("".join(_SVG_TEXT.findall(svg))).replace("\xa0", " ")
 
 
-def screen_text(app: App[object]) -> str:
-    """Everything on the screen as plain text (from Textual's own SVG screenshot)."""
-    return svg_text(app.export_screenshot())
-
-
-_SVG_LINE_TEXT = re.compile(
-    r'<text[^>]*?x="([\d.]+)"[^>]*clip-path="url\(#terminal-(?:\d+-)?line-(\d+)\)"[^>]*>'
-    r"(.*?)</text>",
-    re.DOTALL,
-)
-_CELL_WIDTH = 12.2  # Textual's SVG export: one cell is 12.2 units wide
-
-
 def screen_lines(app: App[object]) -> list[str]:
-    """The screen's rows as plain text, as a terminal shows them (after any cropping)."""
+    """The screen's rows as plain text, as a terminal shows them (a wide character fills two
+    cells: it is followed by a space). Read from Textual's compositor, the very strips the
+    terminal is sent, without the SVG export (about ten times the cost) and without marking
+    anything clean: reading the screen changes nothing the app then paints."""
     width, height = app.size
-    rows = [[" "] * width for _ in range(height)]
-    for x, number, text in _SVG_LINE_TEXT.findall(app.export_screenshot()):
-        column, row = round(float(x) / _CELL_WIDTH), int(number)
-        for offset, character in enumerate(html.unescape(text).replace("\xa0", " ")):
-            if row < height and column + offset < width:
-                rows[row][column + offset] = character
-    return ["".join(row) for row in rows]
+    visible_screen_stack.set(app._background_screens)
+    rows: list[str] = []
+    for strip in app.screen._compositor.render_strips()[:height]:
+        cells: list[str] = []
+        for character in strip.text:
+            cells.append(character)
+            if cell_len(character) == 2:
+                cells.append(" ")
+        rows.append("".join(cells)[:width].ljust(width))
+    return rows + [" " * width] * (height - len(rows))
+
+
+def screen_text(app: App[object]) -> str:
+    """Everything on the screen as plain text, one line per row."""
+    return "\n".join(screen_lines(app))
 
 
 async def wait_for(pilot: Pilot, condition: Callable[[], bool], timeout: float = 15.0) -> None:
-    """Let the app run until `condition()` holds; fail with the screen if it never does."""
+    """Let the app run until `condition()` holds; fail with the screen if it never does.
+
+    The condition is checked after each batch of the app's messages is handled (an idle
+    message queue), and at least every `POLL_SECONDS` for what a thread (the session's
+    reader, a writer) changes meanwhile."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out; the screen shows:\n{screen_text(pilot.app)}")
-        await pilot.pause(0.05)
+        await pilot.pause(POLL_SECONDS)
 
 
 async def wait_for_text(pilot: Pilot, *texts: str, timeout: float = 15.0) -> None:

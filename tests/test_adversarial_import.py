@@ -123,6 +123,7 @@ sys.exit(code)
 """
 
 
+@pytest.mark.slow  # 1M rows through a measured subprocess: 7 s of CPU
 def test_a_large_lightning_csv_is_streamed_not_held(tmp_path: Path) -> None:
     """1M rows (29 MB): every line was held as a string and every point as Python objects
     at once (+135 MiB peak, 1.1 GiB for a 130 MB file); now a line and a block at a time."""

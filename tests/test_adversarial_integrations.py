@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
-import torch
+import pytest
 
 from ocms_integrations.base import SameStepMerger
 from ocms_integrations.hf_mapping import rows_from_log_history
+
+torch = pytest.importorskip("torch")
 
 
 def test_a_nan_relogged_at_the_step_just_written_is_not_a_second_row() -> None:

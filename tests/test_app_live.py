@@ -11,8 +11,9 @@ from pathlib import Path
 
 from app_support import append_rows, screen_text, wait_for, wait_for_text, write_layout
 
-from ocms_tui.ui.app import FREEZE_AFTER_SECONDS, OcmsApp
+from ocms_tui.ui.app import OcmsApp
 from ocms_tui.ui.demo import MARKUP_NAME, write_problem_run
+from ocms_tui.ui.freeze import FREEZE_AFTER_SECONDS
 from ocms_tui.widgets.chart_panel import ChartPanel
 
 SIZE = (120, 40)
@@ -97,6 +98,25 @@ async def test_the_shown_app_is_kept_out_of_full_collections_until_its_panels_ch
         await pilot.pause(FREEZE_AFTER_SECONDS + 0.2)
         assert gc.get_freeze_count() > 2 * len(gc.get_objects())
         assert replaced() is None  # freed, not frozen with the rest
+    assert gc.get_freeze_count() == 0
+
+
+async def test_panels_removed_within_a_second_of_a_layout_are_not_frozen(tmp_path: Path) -> None:
+    """Two layouts 0.2 s apart: the first one's freeze must not come after the second has
+    removed its panels, freezing them (kept in memory until the charts change again)."""
+    tmp_path.mkdir(exist_ok=True)
+    app = OcmsApp(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_text(pilot, "no metrics.json")
+        start_run(tmp_path)
+        await wait_for(pilot, lambda: len(app.grid.panels) == 1)
+        removed = weakref.ref(app.grid.panels[0])
+        await pilot.pause(0.2)
+        write_layout(tmp_path, {"loss": ["loss", "eval_loss"], "grad_norm": ["grad_norm"]})
+        await wait_for(pilot, lambda: len(app.grid.panels) == 2)
+        await pilot.pause(2 * FREEZE_AFTER_SECONDS + 0.2)
+        assert gc.get_freeze_count() > 2 * len(gc.get_objects())
+        assert removed() is None  # freed, not frozen with the rest
     assert gc.get_freeze_count() == 0
 
 

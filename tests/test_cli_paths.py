@@ -148,6 +148,7 @@ def unprivileged() -> tuple[tuple[str, ...], str] | None:
     return None
 
 
+@pytest.mark.slow  # several processes as another user: 2.7 s of CPU
 def test_a_directory_without_permission_as_a_non_root_user(run_dir: Path) -> None:
     user = unprivileged()
     if user is None:

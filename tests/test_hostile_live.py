@@ -247,8 +247,12 @@ VIEWS = {
 }
 
 
-# The grid and all views at once run in the quick suite; each view alone is marked slow.
-QUICK_VIEWS = ("grid", "zoomed, smoothed, log, maximised")
+# All views at once run in the quick suite (each attack ~1.4 s of CPU); the grid and each
+# view alone are marked slow.
+QUICK_VIEWS = ("zoomed, smoothed, log, maximised",)
+# The attacks of the quick suite (0.6-1.7 s of CPU each): a restart, new columns in the
+# layout, a hostile writer; every attack runs in the slow suite.
+QUICK_ATTACKS = ("restart rewrites shorter", "a chart gains a column", "bad rows mid-run")
 
 
 @pytest.mark.parametrize(
@@ -258,7 +262,15 @@ QUICK_VIEWS = ("grid", "zoomed, smoothed, log, maximised")
         for name, keys in VIEWS.items()
     ],
 )
-@pytest.mark.parametrize("attack", ATTACKS, ids=[attack.name for attack in ATTACKS])
+@pytest.mark.parametrize(
+    "attack",
+    [
+        pytest.param(
+            attack, id=attack.name, marks=() if attack.name in QUICK_ATTACKS else pytest.mark.slow
+        )
+        for attack in ATTACKS
+    ],
+)
 async def test_after_the_files_change_the_screen_is_a_fresh_starts(
     tmp_path: Path, attack: Attack, view: str | list[str]
 ) -> None:
@@ -302,6 +314,7 @@ HELD_KEYS = ["]"] * 50 + ["s"] * 50 + ["l"] * 51 + ["enter"] * 3 + ["2"] * 3 + [
 HELD_KEYS_ONCE = ["s", "s", "l", "enter", "2"]
 
 
+@pytest.mark.slow  # 177 presses while a writer streams rows, then a second app: 5 s of CPU
 async def test_keys_held_down_while_rows_arrive_end_on_a_fresh_starts_screen(
     tmp_path: Path,
 ) -> None:
@@ -329,7 +342,15 @@ async def test_keys_held_down_while_rows_arrive_end_on_a_fresh_starts_screen(
 SIZES = [(80, 24), (200, 60), (20, 5), (160, 48), (12, 3), (80, 24)]
 
 
-@pytest.mark.parametrize("keys", [[], ["]", "]", "s", "l"], ["enter", "s"]], ids=str)
+@pytest.mark.parametrize(
+    "keys",
+    [
+        pytest.param([], id="[]"),
+        # 3-4 s of CPU each: the views resized are in the slow suite.
+        pytest.param(["]", "]", "s", "l"], id="[']', ']', 's', 'l']", marks=pytest.mark.slow),
+        pytest.param(["enter", "s"], id="['enter', 's']", marks=pytest.mark.slow),
+    ],
+)
 async def test_resized_while_rows_arrive_the_screen_is_a_fresh_starts(
     tmp_path: Path, keys: list[str]
 ) -> None:
@@ -356,7 +377,9 @@ async def test_resized_while_rows_arrive_the_screen_is_a_fresh_starts(
     _assert_same(live, await _screen(tmp_path, keys))
 
 
-@pytest.mark.parametrize("rows", [1, 2, 3, 17])
+@pytest.mark.parametrize(
+    "rows", [1, *(pytest.param(rows, marks=pytest.mark.slow) for rows in (2, 3, 17))]
+)
 async def test_zoomed_past_a_single_row_at_the_first_and_the_last_rows(
     tmp_path: Path, rows: int
 ) -> None:

@@ -188,11 +188,12 @@ def _spoiled(rows: int, every: int, spoil: bytes) -> bytes:
 @pytest.mark.parametrize(
     "spoil",
     [
-        pytest.param(b"\0" * 5000 + b"\n", id="NUL line"),
-        pytest.param(b"\0" * 40, id="NULs inside a row"),
+        # 1.2-1.9 s of CPU each: one in the quick suite, the others slow.
+        pytest.param(b"\0" * 5000 + b"\n", id="NUL line", marks=pytest.mark.slow),
+        pytest.param(b"\0" * 40, id="NULs inside a row", marks=pytest.mark.slow),
         pytest.param(b"1000500,1.5", id="cut row"),
-        pytest.param(b"\xef\xbb\xbf", id="BOM inside a row"),
-        pytest.param(b"x" * 6000 + b"\n", id="line longer than a window"),
+        pytest.param(b"\xef\xbb\xbf", id="BOM inside a row", marks=pytest.mark.slow),
+        pytest.param(b"x" * 6000 + b"\n", id="line longer than a window", marks=pytest.mark.slow),
     ],
 )
 def test_sampled_windows_landing_in_broken_lines_show_only_rows_of_the_file(
@@ -522,6 +523,7 @@ def test_the_inotify_queue_overflows_while_the_run_is_replaced_mid_load(
         watcher.stop()
 
 
+@pytest.mark.slow  # keys hammered through a 1M-row sampled load: 7.5 s of CPU
 async def test_reload_and_smoothing_keys_hammered_during_the_sampled_load(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

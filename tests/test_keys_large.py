@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pytest
 from app_support import wait_for, write_layout
 from plotext._figure import _figure_class as PlotextFigure
 from rich.text import Text
@@ -37,7 +38,8 @@ def noisy_run(directory: Path) -> dict[str, list[np.ndarray]]:
         crossing = np.sin(steps / 50_000) + 0.05 * rng.standard_normal(ROWS)
         charts[chart] = [loss, evaluated, crossing]
         columns = {"step": steps} | {
-            f"c{index}": pl.Series(values).fill_nan(None) for index, values in enumerate(charts[chart])
+            f"c{index}": pl.Series(values).fill_nan(None)
+            for index, values in enumerate(charts[chart])
         }
         pl.DataFrame(columns).write_csv(directory / f"{chart}.csv", include_header=False)
     write_layout(directory, {chart: ["loss", "eval", "crossing"] for chart in charts})
@@ -70,6 +72,7 @@ def shown_picture(panel: ChartPanel) -> str:
     return panel.plot.render().plain  # type: ignore[union-attr]
 
 
+@pytest.mark.slow  # a million rows per chart: 2 s of CPU
 async def test_each_view_key_draws_the_right_picture_at_a_million_rows(tmp_path: Path) -> None:
     data = noisy_run(tmp_path)
     app = OcmsApp(tmp_path, watch=False)
@@ -127,6 +130,7 @@ async def test_each_view_key_draws_the_right_picture_at_a_million_rows(tmp_path:
         )
 
 
+@pytest.mark.slow  # a million rows per chart in a process: 8 s of CPU
 def test_quitting_while_smoothings_are_made_ahead_exits_at_once(tmp_path: Path) -> None:
     """The real command in a pty: s and → start a thread smoothing 1,000,000-row series
     0.25 s later; q pressed while such threads run ends the process promptly, every time

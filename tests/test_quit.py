@@ -33,7 +33,15 @@ def assert_restored(terminal: Terminal, tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []  # the demo's ocms-demo-* directory is gone
 
 
-@pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+@pytest.mark.parametrize(
+    "signal_number",
+    [
+        signal.SIGTERM,
+        # A demo process and a terminal each (1 s of CPU): SIGTERM in the quick suite.
+        pytest.param(signal.SIGHUP, marks=pytest.mark.slow),
+        pytest.param(signal.SIGINT, marks=pytest.mark.slow),
+    ],
+)
 def test_a_signal_restores_the_terminal_and_removes_the_demo_directory(
     tmp_path: Path, signal_number: int
 ) -> None:

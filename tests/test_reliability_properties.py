@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from ocms_recorder import (
@@ -170,6 +171,7 @@ def schema_errors(problems: tuple[Problem, ...]) -> list[Problem]:
     return [p for p in problems if p.is_error and p.rule in SCHEMA_RULES]
 
 
+@pytest.mark.slow  # hypothesis, 1.5 s of CPU
 @PROPERTY_SETTINGS
 @given(documents())
 @example({"version": None, "charts": []})  # null and true pass for 1 in Python; 1.0 is 1
@@ -442,6 +444,7 @@ def assert_same_model(left: dict[str, Any], right: dict[str, Any]) -> None:
     assert left["problems"] == right["problems"]
 
 
+@pytest.mark.slow  # hypothesis, 1.5 s of CPU
 @PROPERTY_SETTINGS
 @given(chunked_writes(), st.lists(st.one_of(st.none(), st.integers(1, 200)), min_size=1))
 def test_any_chunking_and_budget_gives_the_model_of_one_full_read(
@@ -497,6 +500,7 @@ SNAPSHOT_KEYS = (
 )
 
 
+@pytest.mark.slow  # hypothesis, 1.7 s of CPU
 @PROPERTY_SETTINGS
 @given(
     st.lists(

@@ -348,6 +348,7 @@ def python_3_8() -> str | None:
     )
 
 
+@pytest.mark.slow  # a Python 3.8 check of the copied files
 def test_the_copied_files_run_on_python_3_8(tmp_path: Path) -> None:
     interpreter = python_3_8()
     if interpreter is None:

@@ -9,8 +9,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+# TensorBoard's own writers and parsers are the reference (the [bench] and [import] extras).
+pytest.importorskip("tensorboard")
+pytest.importorskip("google.protobuf")
 from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, types_pb2
-from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c as tb_crc
+from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import (
+    masked_crc32c as tb_crc,
+)
 from tensorboard.summary.writer.record_writer import RecordWriter
 
 from ocms_tui.follow.checker import check_directory

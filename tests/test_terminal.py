@@ -7,6 +7,7 @@ import random
 import time
 from pathlib import Path
 
+import pytest
 from app_support import append_rows, write_layout
 from terminal_support import Terminal, installed_command
 
@@ -72,6 +73,7 @@ def _restore_seconds(terminal: Terminal, key: bytes) -> float:
     return time.monotonic() - pressed
 
 
+@pytest.mark.slow  # timed key delays in a real terminal: 2.4 s of CPU
 def test_escape_reaches_the_app_at_its_delay_not_at_textuals_next_poll(tmp_path: Path) -> None:
     """A lone ESC is the escape key once nothing followed it for ESCDELAY (25 ms by default
     here); Textual's input thread only looked every 100 ms, so escape restored the grid

@@ -9,27 +9,21 @@ out, applies states and handles keys. Several runs are overlaid: one panel per c
 from __future__ import annotations
 
 import asyncio
-import gc
 import os
-import signal
 import time
 from collections.abc import Callable, Sequence
-from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
-from rich.text import Text
 from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
-from textual.css.query import NoMatches
 from textual.driver import Driver
 from textual.message import Message
 
 from ocms_tui.draw.plotting import series_color
 from ocms_tui.follow.model import RunModel
-from ocms_tui.follow.report import dropped_keys
 from ocms_tui.follow.runs import run_status
 from ocms_tui.follow.runset import OverlayChart, TrackedRun
 from ocms_tui.follow.session import (
@@ -41,25 +35,20 @@ from ocms_tui.follow.session import (
     run_key,
 )
 from ocms_tui.follow.watch import Watcher
+from ocms_tui.ui.exit_signals import exit_on_signals, signals_noted
+from ocms_tui.ui.freeze import LayoutFreezer
 from ocms_tui.widgets.bindings import bindings
 from ocms_tui.widgets.chart_grid import ChartGrid
-from ocms_tui.widgets.chart_panel import (
-    MAX_ZOOM,
-    ChartPanel,
-    PanelView,
-    SharedView,
-)
+from ocms_tui.widgets.chart_keys import ChartKeys
+from ocms_tui.widgets.chart_panel import ChartPanel, PanelView, SharedView
 from ocms_tui.widgets.chart_strip import ChartStrip
-from ocms_tui.widgets.help_screen import HelpScreen, OctopusRun
+from ocms_tui.widgets.grid_message import grid_message
+from ocms_tui.widgets.help_screen import HelpScreen, octopus_runs
 from ocms_tui.widgets.key_footer import KeyFooter
 from ocms_tui.widgets.keys import Scope
 from ocms_tui.widgets.problems_pane import ProblemsPane
 from ocms_tui.widgets.run_list import RunList, RunRow
-from ocms_tui.widgets.safe_text import safe_text
 from ocms_tui.widgets.status_bar import StatusBar
-
-# From a layout shown to its objects frozen (see OcmsApp._freeze_long_lived).
-FREEZE_AFTER_SECONDS = 1.0
 
 
 class StateChanged(Message):
@@ -78,7 +67,7 @@ class StateChanged(Message):
         return False
 
 
-class OcmsApp(App[int]):
+class OcmsApp(ChartKeys, App[int]):
     """Follows the runs named by `paths` (run directories, or parents searched for runs).
     `poll` polls every that many seconds instead of inotify; `watch=False` reads only on the
     timer's safety refresh (snapshots); `directory_label` and `clock` make the screen
@@ -120,7 +109,7 @@ class OcmsApp(App[int]):
         super().__init__()
         self.handle_signals = handle_signals
         # Exit signals that came after the terminal was set up but before the app could
-        # answer them (see run_dashboard): answered at once when it can.
+        # answer them (see signals_noted): answered at once when it can.
         self.signals_before_mount: list[int] = []
         path_list = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
         if not path_list:
@@ -144,6 +133,7 @@ class OcmsApp(App[int]):
         self._panel_views: dict[str, PanelView] = {}
         self._shown_charts: tuple[tuple[OverlayChart, ...], bool] = ((), False)
         self._pending_states = 0
+        self.freezer = LayoutFreezer(self.set_timer)
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's driver, or on a POSIX terminal the one that reports a lone escape key
@@ -207,28 +197,11 @@ class OcmsApp(App[int]):
         else:
             self.session.start()
         if self.handle_signals:
-            self._exit_on_signals()
-
-    def _exit_on_signals(self) -> None:
-        """SIGTERM, SIGHUP (the terminal closed, the tmux pane killed) and SIGINT end the app
-        the way `q` does: Textual's driver then leaves the alternate screen and turns mouse
-        reporting off, and the callers' `with` blocks (the demo's temporary directory) clean
-        up. A second signal while exiting takes the default way out."""
-        loop = asyncio.get_running_loop()
-
-        def exit_on(signal_number: int) -> None:
-            for number in EXIT_SIGNALS:
-                loop.remove_signal_handler(number)
-            self.exit(return_code=128 + signal_number)  # the shell's convention for "killed by"
-
-        for number in EXIT_SIGNALS:
-            loop.add_signal_handler(number, exit_on, number)
-        if self.signals_before_mount:
-            exit_on(self.signals_before_mount[0])
+            exit_on_signals(lambda code: self.exit(return_code=code), self.signals_before_mount)
 
     def on_unmount(self) -> None:
         self.session.stop()
-        gc.unfreeze()  # an app run in a longer process (tests, a notebook) leaves its objects
+        self.freezer.release()
 
     # -- showing the session's state ---------------------------------------------------
 
@@ -286,7 +259,7 @@ class OcmsApp(App[int]):
                     panel.show_new_data()
         if previous is None or previous.problems != state.problems:
             self.query_one(ProblemsPane).show(state.problems)
-        self.grid.show_message(self._grid_message(state))
+        self.grid.show_message(grid_message(state, self.directory_label))
         self.query_one(StatusBar).show(state.status)
         if state.overlaid:
             self.run_list.show(self._run_rows(state))
@@ -319,8 +292,7 @@ class OcmsApp(App[int]):
         focused = self.focused.name if isinstance(self.focused, ChartPanel) else None
         maximised = grid.maximised.name if grid.maximised else None
         grid.maximised = None
-        replaced = bool(grid.panels)
-        gc.unfreeze()  # the panels about to go (see _freeze_long_lived)
+        self.freezer.layout_starting(removes_panels=bool(grid.panels))
         await grid.remove_children(ChartPanel)
         if key is not self._shown_charts:
             return  # the structure changed again meanwhile; a later call shows it
@@ -345,94 +317,14 @@ class OcmsApp(App[int]):
             target.focus(scroll_visible=False)
         # The panels draw at the next refresh; then the session may read on.
         self.call_after_refresh(self.session.first_screen_shown)
-        self.set_timer(FREEZE_AFTER_SECONDS, partial(self._freeze_long_lived, replaced))
-
-    def _freeze_long_lived(self, panels_replaced: bool) -> None:
-        """The objects made so far (the app, its panels, the modules) live until the charts
-        change: out of the cyclic collector's sight, its full collections scan about 16,000
-        objects instead of 120,000 and pause the UI for at most 7 ms instead of 40 ms (one
-        key press in ten at 6 x 1M met one; measured in process). `_show_charts` unfreezes
-        them before it removes panels, and the panels it removed are collected here (once
-        per new layout, a pause of about 40 ms), or they would be frozen with the rest; a
-        moment later, once the removal's last messages and threads let go of them."""
-        if panels_replaced:
-            gc.collect()
-        gc.freeze()
-
-    def _grid_message(self, state: SessionState) -> Text | None:
-        if state.charts:
-            return None
-        label = self.directory_label
-        if state.overlaid:
-            if all(run_key(run) in state.hidden_runs for run in state.runs):
-                return safe_text("no run selected (press b, then space on a run)")
-            if state.loading:
-                return safe_text(f"loading {label} …")
-            return safe_text(f"the selected runs under {label} have no charts yet …")
-        model = state.runs[0].model
-        if model.missing is not None and state.reads > 0:
-            if not model.missing.may_appear:  # waiting would not help: say what is wrong
-                return safe_text(model.missing.message)
-            return _lines(f"waiting for {label} …", "(it does not exist yet)")
-        if state.loading:
-            return safe_text(f"loading {label} …")
-        if not model.has_metrics_json:
-            return _lines(f"no metrics.json in {label} yet …", "(waiting for the first log())")
-        return safe_text(f"{label}/metrics.json declares no charts (see the problems below)")
+        self.freezer.layout_shown()
 
     # -- keys --------------------------------------------------------------------------
-
-    def _focused_panel(self) -> ChartPanel | None:
-        if isinstance(self.focused, ChartPanel):
-            return self.focused
-        panels = self.grid.panels
-        return panels[0] if panels else None
-
-    def _redraw_all(self) -> None:
-        for panel in self.grid.panels:
-            panel.redraw()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("runs", "filter_runs"):
             return self.overlaid  # one run: no run list, and the footer as it always was
         return True
-
-    def _grid_laid_out(self, overflowing: bool) -> None:
-        if self._screen_composed():
-            self.query_one(ChartStrip).display = overflowing
-            self._show_strip()
-
-    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
-        if self._screen_composed():
-            self._show_strip()
-
-    def _screen_composed(self) -> bool:
-        """False while the app closes: its widgets go before the last queued messages and
-        callbacks (a layout, a focus change, a new state) are handled."""
-        if not self.is_running:
-            return False
-        try:
-            self.query_one(ChartGrid)
-            self.query_one(ChartStrip)
-        except NoMatches:
-            return False
-        return True
-
-    def _show_strip(self) -> None:
-        panels = self.grid.panels
-        focused = self.focused
-        index = (
-            panels.index(focused) if isinstance(focused, ChartPanel) and focused in panels else None
-        )
-        self.query_one(ChartStrip).show([panel.name for panel in panels], index)
-
-    def on_chart_strip_picked(self, event: ChartStrip.Picked) -> None:
-        panels = self.grid.panels
-        if event.index < len(panels):
-            target = panels[event.index]
-            if self.grid.maximised is not None:
-                self.grid.set_maximised(target)
-            target.focus()
 
     def action_runs(self) -> None:
         run_list = self.run_list
@@ -453,75 +345,9 @@ class OcmsApp(App[int]):
             event.stop()
             self._focus_grid()
 
-    def _focus_grid(self) -> None:
-        panel = self._focused_panel()
-        if panel is not None:
-            panel.focus(scroll_visible=False)
-        else:
-            self.set_focus(None)
-
     def action_help(self) -> None:
         runs = self.state.runs if self.state is not None else ()
-        self.push_screen(
-            HelpScreen(
-                [
-                    OctopusRun(
-                        run.name,
-                        tuple((chart.name, chart.y_axis) for chart in run.model.charts),
-                        tuple(dropped_keys(run.model.problems)),
-                    )
-                    for run in runs
-                ]
-            )
-        )
-
-    def action_maximise(self) -> None:
-        grid = self.grid
-        panel = self._focused_panel()
-        if grid.maximised is not None:
-            grid.set_maximised(None)
-            if panel is not None:
-                panel.focus()
-        elif panel is not None:
-            grid.set_maximised(panel)
-            panel.focus()
-
-    def action_restore(self) -> None:
-        if self.grid.maximised is not None:
-            self.action_maximise()
-
-    def action_focus_chart(self, columns: int, rows: int) -> None:
-        grid = self.grid
-        panels = grid.panels
-        current = self._focused_panel()
-        if current is None:
-            return
-        step = columns + rows * (1 if grid.maximised else grid.columns)
-        index = max(0, min(len(panels) - 1, panels.index(current) + step))
-        target = panels[index]
-        if grid.maximised is not None:
-            grid.set_maximised(target)
-        target.focus()
-
-    def action_smoothing(self) -> None:
-        panel = self._focused_panel()
-        if panel is not None:
-            panel.next_smoothing()
-
-    def action_log_scale(self) -> None:
-        panel = self._focused_panel()
-        if panel is not None:
-            panel.toggle_log()
-
-    def action_zoom(self, direction: int) -> None:
-        zoom = 0 if direction == 0 else self.shared.zoom + direction
-        self.shared.zoom = max(0, min(MAX_ZOOM, zoom))
-        self._redraw_all()
-
-    def action_toggle_series(self, number: int) -> None:
-        panel = self._focused_panel()
-        if panel is not None:
-            panel.toggle_series(number - 1)
+        self.push_screen(HelpScreen(octopus_runs(runs)))
 
     def action_pause(self) -> None:
         self.session.set_paused(not self.session.paused)
@@ -534,14 +360,6 @@ class OcmsApp(App[int]):
         pane.display = not pane.display
 
 
-EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
-
-
-def _lines(*lines: str) -> Text:
-    """Lines of text with paths in them: each line safe, the line breaks kept."""
-    return Text("\n").join(safe_text(line) for line in lines)
-
-
 def run_dashboard(
     paths: PathArgument | Sequence[PathArgument],
     poll: float | None = None,
@@ -550,20 +368,8 @@ def run_dashboard(
     """Open the dashboard on `paths` (runs or parents of runs) until the user quits; returns
     the exit code. `session`: see OcmsApp."""
     app = OcmsApp(paths, poll=poll, handle_signals=True, session=session)
-
-    def noted(number: int, _frame: object) -> None:
-        app.signals_before_mount.append(number)
-
-    # Textual switches the terminal to the alternate screen and mouse reporting before the
-    # app is mounted and answers signals: a SIGTERM meanwhile killed the process with the
-    # terminal left so (seen at 0.64 s into a 6x1M start). Noted here; the app then exits
-    # the way q does.
-    previous = {number: signal.signal(number, noted) for number in EXIT_SIGNALS}
-    try:
+    with signals_noted() as app.signals_before_mount:
         app.run()
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
     return app.return_code or 0
 
 

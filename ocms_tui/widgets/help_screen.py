@@ -14,8 +14,9 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from ocms_tui.follow.report import not_written_line, octopus_chart_line
+from ocms_tui.follow.report import dropped_keys, not_written_line, octopus_chart_line
 from ocms_tui.follow.runs import FINISHED_SECONDS, LIVE_SECONDS
+from ocms_tui.follow.runset import TrackedRun
 from ocms_tui.widgets.keys import LEGEND_MARKS, help_rows
 
 ABOUT = (
@@ -47,6 +48,18 @@ class OctopusRun:
     name: str
     charts: tuple[tuple[str, tuple[str, ...]], ...]
     dropped: tuple[str, ...] = ()
+
+
+def octopus_runs(runs: Sequence[TrackedRun]) -> list[OctopusRun]:
+    """What Octopus will show of each followed run, as plain values for the help screen."""
+    return [
+        OctopusRun(
+            run.name,
+            tuple((chart.name, chart.y_axis) for chart in run.model.charts),
+            tuple(dropped_keys(run.model.problems)),
+        )
+        for run in runs
+    ]
 
 
 def octopus_text(runs: Sequence[OctopusRun]) -> Text:
