@@ -10,6 +10,7 @@ from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from ocms_tui.draw.ticks import (
+    MAX_LABEL_CHARS,
     log_ticks,
     nice_ticks,
     spaced_ticks,
@@ -94,6 +95,7 @@ def test_degenerate_ranges() -> None:
     st.integers(2, 6),
 )
 @example(-999999992509.0, 999999992015.0, 2)  # found by CI: a tick at 0 for a range to -494
+@example(-1.192092896e-07, 1e-09, 4)  # found by hypothesis: steps of 2.5e-10, -1.1875e-7
 def test_linear_ticks_are_round_inside_the_range_and_labelled_distinctly(
     low: float, span: float, count: int
 ) -> None:
@@ -111,7 +113,7 @@ def test_linear_ticks_are_round_inside_the_range_and_labelled_distinctly(
     labels = tick_labels(ticks)
     assert len(set(labels)) == len(labels)
     if span >= abs(low) * 1e-3:  # a tight range far out needs long labels (100.00025k)
-        assert all(len(label) <= 9 for label in labels), labels
+        assert all(len(label) <= MAX_LABEL_CHARS for label in labels), labels
 
 
 @given(st.floats(1e-12, 1e12), st.floats(1.0001, 1e6))

@@ -12,6 +12,9 @@ LOG_MANTISSAS = ((1.0,), (1.0, 2.0, 5.0), (1.0, 2.0, 3.0, 5.0))
 SUFFIXES = (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3))
 SCIENTIFIC_BELOW = 1e-3  # smaller magnitudes read better as 3e-5 than as 0.00003
 MAX_SIGNIFICANT = 17
+# Labels up to this long leave the plot its width; a step of 2.5 needs one digit more than
+# 2 or 5 (-1.1875e-7 beside -1.185e-7), so past this length the next round step is taken.
+MAX_LABEL_CHARS = 9
 
 
 def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
@@ -28,9 +31,14 @@ def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
     candidates = [(step, _ticks_every(low, high, step)) for step in steps]
     wide_enough = [ticks for step, ticks in candidates if step >= raw and len(ticks) >= 2]
     if wide_enough:
-        return wide_enough[0]
+        short = [ticks for ticks in wide_enough if _labels_fit(ticks)]
+        return short[0] if short else wide_enough[0]
     two_or_more = [ticks for _, ticks in candidates if len(ticks) >= 2]
     return two_or_more[-1] if two_or_more else candidates[0][1]
+
+
+def _labels_fit(ticks: list[float]) -> bool:
+    return all(len(tick_label(tick)) <= MAX_LABEL_CHARS for tick in ticks)
 
 
 def _ticks_every(low: float, high: float, step: float) -> list[float]:
