@@ -19,6 +19,7 @@ from ocms_recorder import METRICS_JSON, resolve_metrics_dir
 from ocms_tui import __version__
 from ocms_tui.follow.report import FORMATS, ExitCode, printable
 from ocms_tui.format.directories import directory_problem
+from ocms_tui.format.ranking import DEFAULT_GROUP_PATTERN
 from ocms_tui.ui.serve import DEFAULT_HOST, DEFAULT_MAX_SESSIONS, DEFAULT_PORT
 
 
@@ -195,6 +196,40 @@ def build_init_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def build_runs_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ocms-tui runs",
+        description=(
+            "One row per run found under DIR (a sweep): status, rows, last step and, per "
+            "series, its latest, min, max and the step of its best value."
+        ),
+        epilog=(
+            "--sort loss puts the best run first: lowest first for loss-, error- and "
+            "perplexity-like names, highest first for accuracy-, score-, mIoU-, f1-like "
+            "names; --sort=-NAME forces highest first, --sort=+NAME lowest first. A run "
+            "without the series sorts last. Exit codes: 0 runs listed, 1 no run found, "
+            "2 usage error."
+        ),
+    )
+    parser.add_argument(
+        "paths", nargs="+", metavar="DIR", type=_path, help="a sweep (runs under it) or runs"
+    )
+    parser.add_argument(
+        "--sort", metavar="SERIES", help="rank by this series' latest value (or CHART/SERIES)"
+    )
+    parser.add_argument("--top", type=_positive, metavar="N", help="only the first N runs")
+    parser.add_argument("--format", choices=("text", "json", "csv"), default="text")
+    parser.add_argument(
+        "--group",
+        nargs="?",
+        const=DEFAULT_GROUP_PATTERN,
+        metavar="REGEX",
+        help=f"one row per group of runs whose names differ only in the part REGEX matches "
+        f"(default {DEFAULT_GROUP_PATTERN}): the mean, min and max of the --sort series",
+    )
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments[:1] == ["verify"]:
@@ -206,6 +241,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments[:1] == ["scan"]:
         options = build_scan_parser().parse_args(arguments[1:])
         return _scan(options.project, options.format)
+    if arguments[:1] == ["runs"]:
+        return _runs(build_runs_parser().parse_args(arguments[1:]))
     if arguments[:1] == ["init"]:
         from ocms_tui.onboard.scaffold import run_init
 
@@ -313,6 +350,68 @@ def _scan(project: Path, output_format: str) -> int:
     sys.stdout.write(encodable(text, sys.stdout))
     sys.stdout.flush()
     return ExitCode.OK if result.found else ExitCode.PROBLEMS
+
+
+def _runs(options: argparse.Namespace) -> int:
+    """`ocms-tui runs`: the run table of a sweep."""
+    from ocms_tui.follow import run_table_output as output
+    from ocms_tui.follow.report import encodable
+    from ocms_tui.follow.run_table import group_table, load_run, rank_table
+    from ocms_tui.follow.runs import find_runs, name_runs
+    from ocms_tui.follow.session import label_of
+    from ocms_tui.format.ranking import (
+        SortError,
+        SortKey,
+        compile_group_pattern,
+        default_sort_series,
+    )
+
+    try:
+        sort = None if options.sort is None else SortKey.parse(options.sort)
+        pattern = None if options.group is None else compile_group_pattern(options.group)
+    except SortError as error:
+        return _fail(str(error))
+    for path in options.paths:
+        if not os.path.isdir(path):
+            return _fail(f"{path}: not a directory")
+    directories = [
+        directory
+        for directory in find_runs(options.paths)
+        if (directory / METRICS_JSON).exists() or os.path.lexists(directory / METRICS_JSON)
+    ]
+    if not directories:
+        shown = ", ".join(str(path) for path in options.paths)
+        print(
+            printable(f"ocms-tui runs: no run (a directory with {METRICS_JSON}) under {shown}"),
+            file=sys.stderr,
+        )
+        return ExitCode.PROBLEMS
+    runs = [
+        load_run(directory, name)
+        for directory, name in zip(directories, name_runs(directories), strict=True)
+    ]
+    label = label_of(options.paths)
+    if pattern is not None:
+        groups = group_table(runs, pattern, sort)[: options.top]
+        if options.format == "json":
+            text = output.groups_json(groups, sort)
+        elif options.format == "csv":
+            text = output.groups_csv(groups)
+        else:
+            text = output.groups_text(groups, label, sort)
+    else:
+        table = rank_table(runs, sort, options.top)
+        if options.format == "json":
+            text = output.table_json(table)
+        elif options.format == "csv":
+            text = output.table_csv(table)
+        else:
+            names = (series.name for run in runs for series in run.series)
+            shown_series = sort.series if sort is not None else default_sort_series(names)
+            text = output.table_text(table, label, shown_series)
+    sys.stdout.write(encodable(text, sys.stdout))
+    sys.stdout.flush()
+    return ExitCode.OK
 
 
 def _fail(message: str) -> int:
