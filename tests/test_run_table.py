@@ -82,7 +82,9 @@ def test_sort_by_loss_puts_the_lowest_first_and_accuracy_the_highest(sweep: Path
         "best_step": 30,
     }
     accuracy = next(series for series in first["series"] if series["name"] == "accuracy")
-    assert accuracy["better"] == "higher" and accuracy["best"] == 0.9 and accuracy["best_step"] == 20
+    assert (
+        accuracy["better"] == "higher" and accuracy["best"] == 0.9 and accuracy["best_step"] == 20
+    )
 
 
 def test_a_sign_forces_the_order_and_top_keeps_the_first(sweep: Path) -> None:
