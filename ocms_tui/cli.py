@@ -19,7 +19,7 @@ from ocms_recorder import METRICS_JSON, resolve_metrics_dir
 from ocms_tui import __version__
 from ocms_tui.follow.report import FORMATS, ExitCode, printable
 from ocms_tui.format.directories import directory_problem
-from ocms_tui.format.ranking import DEFAULT_GROUP_PATTERN
+from ocms_tui.format.ranking import DEFAULT_GROUP_PATTERN, SortError, SortKey
 from ocms_tui.ui.serve import DEFAULT_HOST, DEFAULT_MAX_SESSIONS, DEFAULT_PORT
 
 
@@ -127,6 +127,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--size", type=_size, default=(160, 48), metavar="WxH", help="--snapshot terminal size"
+    )
+    parser.add_argument(
+        "--sort",
+        metavar="SERIES",
+        help="several runs: rank them by this series' latest value, best first (-NAME: "
+        "highest first, +NAME: lowest first; default: loss, if there is one)",
+    )
+    parser.add_argument(
+        "--top",
+        type=_positive,
+        default=5,
+        metavar="N",
+        help="several runs: draw the first N in colour, every other run grey (default 5)",
     )
     parser.add_argument(
         "--poll",
@@ -260,6 +273,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = build_parser()
     options = parser.parse_args(arguments)
+    if options.sort is not None:
+        try:
+            options.sort = SortKey.parse(options.sort)
+        except SortError as error:
+            parser.error(str(error))
     paths: list[Path] = options.paths or [Path(resolve_metrics_dir())]
     if options.demo:
         from ocms_tui.ui.demo import run_demo
@@ -299,11 +317,13 @@ def _dispatch(options: argparse.Namespace, paths: list[Path]) -> int:
             max_sessions=options.max_sessions,
         )
     if options.snapshot is not None:
-        return _snapshot(paths, options.snapshot, options.size)
-    return _dashboard(paths, options.poll)
+        return _snapshot(paths, options.snapshot, options.size, options.sort, options.top)
+    return _dashboard(paths, options.poll, options.sort, options.top)
 
 
-def _dashboard(paths: list[Path], poll: float | None) -> int:
+def _dashboard(
+    paths: list[Path], poll: float | None, sort: SortKey | None = None, top: int = 5
+) -> int:
     """The dashboard on `paths` (runs under parents are found there). The runs are read
     from the start, on the session's thread, while Textual is imported and the screen is
     composed; the app takes the session's states over when it is up."""
@@ -317,12 +337,13 @@ def _dashboard(paths: list[Path], poll: float | None) -> int:
         poll=poll,
         directory_label=label_of(paths),
         wait_for_first_screen=True,
+        sort=sort,
     )
     session.start()
     try:
         from ocms_tui.ui.app import run_dashboard
 
-        return run_dashboard(paths, poll=poll, session=session)
+        return run_dashboard(paths, poll=poll, session=session, top=top)
     finally:
         session.stop()  # the app stops it too, unless it failed before it was up
 
@@ -359,12 +380,7 @@ def _runs(options: argparse.Namespace) -> int:
     from ocms_tui.follow.run_table import group_table, load_run, rank_table
     from ocms_tui.follow.runs import find_runs, name_runs
     from ocms_tui.follow.session import label_of
-    from ocms_tui.format.ranking import (
-        SortError,
-        SortKey,
-        compile_group_pattern,
-        default_sort_series,
-    )
+    from ocms_tui.format.ranking import compile_group_pattern, default_sort_series
 
     try:
         sort = None if options.sort is None else SortKey.parse(options.sort)
@@ -432,7 +448,13 @@ def _output_problem(out_path: Path) -> str | None:
     return None if problem is None else f"{out_path} cannot be written: {problem.message}"
 
 
-def _snapshot(paths: list[Path], out_path: Path, size: tuple[int, int]) -> int:
+def _snapshot(
+    paths: list[Path],
+    out_path: Path,
+    size: tuple[int, int],
+    sort: SortKey | None = None,
+    top: int = 5,
+) -> int:
     """Render once to an SVG; a usage error when there is nothing to render or nowhere to
     write it, both checked before the dashboard starts."""
     from ocms_tui.follow.runs import find_runs
@@ -452,7 +474,7 @@ def _snapshot(paths: list[Path], out_path: Path, size: tuple[int, int]) -> int:
     from ocms_tui.ui.app import save_snapshot
 
     try:
-        save_snapshot(paths, out_path, size=size)
+        save_snapshot(paths, out_path, size=size, sort=sort, top=top)
     except OSError as error:
         return _fail(f"--snapshot: cannot write {out_path}: {error.strerror or error}")
     print(f"wrote {printable(str(out_path))}")

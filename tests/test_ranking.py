@@ -7,48 +7,22 @@ import math
 
 import pytest
 
-from ocms_tui.format.direction import higher_is_better
 from ocms_tui.format.ranking import (
     DEFAULT_GROUP_PATTERN,
     SortError,
     SortKey,
     compile_group_pattern,
     default_sort_series,
+    direction,
     group_name,
     group_runs,
     rank_order,
 )
 
 
-@pytest.mark.parametrize(
-    ("name", "expected"),
-    [
-        ("loss", False),
-        ("vlm_loss", False),
-        ("eval_loss", False),
-        ("val-error", False),
-        ("perplexity", False),
-        ("ppl", False),
-        ("accuracy", True),
-        ("val_acc", True),
-        ("top1", True),
-        ("mse_score", True),  # the last word decides: a score
-        ("mIoU", True),
-        ("f1", True),
-        ("precision", True),
-        ("recall", True),
-        ("success_rate", None),
-        ("learning_rate", None),
-        ("epoch", None),
-        ("grad_norm", None),
-        ("accumulate_steps", None),  # "acc" only as a whole word
-        ("", None),
-        ("trainloss", False),
-        ("valaccuracy", True),
-    ],
-)
-def test_direction_from_the_name(name: str, expected: bool | None) -> None:
-    assert higher_is_better(name) is expected
+def test_direction_is_none_where_the_name_says_nothing() -> None:
+    assert direction("eval_loss") is False and direction("val_accuracy") is True
+    assert direction("learning_rate") is None and direction("") is None
 
 
 def test_sort_key_takes_the_direction_from_the_name_or_a_sign() -> None:

@@ -19,11 +19,12 @@ import numpy as np
 
 from ocms_tui.follow.model import ChartData, RunModel
 from ocms_tui.follow.runs import run_status
-from ocms_tui.format.direction import higher_is_better
 from ocms_tui.format.problems import Problem, Rule
 from ocms_tui.format.ranking import (
     SERIES_SEPARATOR,
     SortKey,
+    default_sort_series,
+    direction,
     group_runs,
     rank_order,
 )
@@ -181,7 +182,7 @@ def summarize_run(name: str, model: RunModel, now: float | None = None) -> RunSu
     for chart in model.charts:
         for index, series_name in enumerate(chart.y_axis):
             stats = chart.stats(index)
-            higher = higher_is_better(series_name)
+            higher = direction(series_name)
             best, best_step = _best(chart, index, higher)
             series.append(
                 SeriesSummary(
@@ -296,3 +297,58 @@ def group_table(
         order = rank_order([row.mean for row in rows], sort.higher_first)
         rows = [rows[position] for position in order]
     return rows
+
+
+# -- the dashboard's ranking ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """The runs a dashboard follows, best first by `sort` (None: in the order found, as no
+    series says which way is better). `values`: each run's latest value of the sort series
+    (None: it has no such series, or no value yet), by run key. `series`: every series name
+    of the runs, in first-seen order (what the sort key cycles through)."""
+
+    sort: SortKey | None = None
+    order: tuple[str, ...] = ()
+    values: tuple[float | None, ...] = ()  # in `order`
+    series: tuple[str, ...] = ()
+
+    def value_of(self, key: str) -> float | None:
+        try:
+            return self.values[self.order.index(key)]
+        except ValueError:
+            return None
+
+    def positions(self) -> dict[str, int]:
+        return {key: position for position, key in enumerate(self.order)}
+
+
+NOT_RANKED = Ranking()  # one run: nothing to rank
+
+
+def series_names(models: Iterable[RunModel]) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for model in models:
+        for chart in model.charts:
+            seen.update(dict.fromkeys(chart.y_axis))
+    return tuple(seen)
+
+
+def rank_runs(runs: Sequence[tuple[str, RunModel]], sort: SortKey | None) -> Ranking:
+    """`runs` as (key, model), ranked by `sort`; with None, by the default series
+    (`default_sort_series`: loss, else one whose name says which way is better), if any."""
+    names = series_names(model for _, model in runs)
+    if sort is None:
+        default = default_sort_series(names)
+        sort = None if default is None else SortKey.parse(default)
+    if sort is None:
+        return Ranking(None, tuple(key for key, _ in runs), (None,) * len(runs), names)
+    values = [latest_value(model, sort.series) for _, model in runs]
+    order = rank_order(values, sort.higher_first)
+    return Ranking(
+        sort,
+        tuple(runs[position][0] for position in order),
+        tuple(values[position] for position in order),
+        names,
+    )

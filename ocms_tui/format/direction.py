@@ -1,77 +1,80 @@
-"""Which way is better for a series, judged from its name alone.
+"""Which way is better for a series: the one rule the health checks, `diff` and sorting share.
 
-The format says: lower is better for loss-like names, higher for accuracy-, score- and
-mIoU-like names. Anything else (a learning rate, an epoch counter, a timing) has no better
-way: None, and callers say so instead of guessing.
+Lower is better for loss-like names (`loss`, `*_loss`, `*loss`, perplexity, error rates);
+higher for accuracy-, score-, mIoU-, F1-, BLEU-, AUC-, reward-like names. A name that says
+neither is lower-better (most logged metrics are losses) unless the user names it in
+`--higher-better NAME`; `says_direction()` tells whether the name decided it.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
-# Whole words of a name split at `_`, `-`, `/` and `.` (names are `[A-Za-z0-9_-]`, but
-# imported logs may carry a path-like key): `val_acc` is higher-better, `accumulate` is not.
+# Matched against the lower-cased name split into words at `_`, `-`, `/`, `.` and digits.
 _HIGHER_WORDS = frozenset(
     {
-        "accuracy",
         "acc",
-        "top1",
-        "top5",
+        "accuracy",
         "score",
         "miou",
         "iou",
         "map",
         "f1",
-        "precision",
-        "recall",
-        "auc",
-        "auroc",
         "bleu",
         "rouge",
-        "dice",
-        "r2",
+        "auc",
+        "auroc",
+        "precision",
+        "recall",
         "reward",
         "return",
         "psnr",
         "ssim",
+        "dice",
+        "top1",
+        "top5",
+        "exact",
+        "match",
     }
 )
 _LOWER_WORDS = frozenset(
-    {
-        "loss",
-        "error",
-        "err",
-        "perplexity",
-        "ppl",
-        "mse",
-        "mae",
-        "rmse",
-        "wer",
-        "cer",
-        "nll",
-        "fid",
-        "regret",
-    }
+    {"loss", "error", "err", "perplexity", "ppl", "wer", "cer", "mse", "mae", "rmse", "nll"}
 )
-_WORD = re.compile(r"[A-Za-z0-9]+")
-# Suffixes glued to a name without a separator (`train_mse_score`: the last word wins).
-_SCORE_SUFFIX = re.compile(r"(score|accuracy|acc|f1)$")
-_LOSS_SUFFIX = re.compile(r"(loss|error)$")
+_WORD_SPLIT = re.compile(r"[_\-/. ]+")
 
 
-def higher_is_better(series_name: str) -> bool | None:
-    """True for accuracy/score/mIoU/f1/precision/recall-like names, False for loss-like
-    (`loss`, `*_loss`), error- and perplexity-like names, None when the name says nothing.
-    The last word that says something decides: `mse_score` is a score, `acc_loss` a loss."""
-    words = [word.lower() for word in _WORD.findall(series_name)]
+def _words(name: str) -> list[str]:
+    return [word for word in _WORD_SPLIT.split(name.lower()) if word]
+
+
+def is_loss_like(name: str) -> bool:
+    """The format's loss-like names: `loss` or ending `_loss` (also `eval/loss`, `val-loss`)."""
+    words = _words(name)
+    return bool(words) and words[-1] == "loss"
+
+
+def _name_direction(name: str) -> bool | None:
+    """True: higher is better; False: lower; None: the name does not say."""
+    words = _words(name)
+    # The last word decides ("loss_acc_weighted_loss" is a loss); `*_score` after `mse` too:
+    # "mse_score" is the format's own example of an evaluation score where lower is better.
     for word in reversed(words):
-        if word in _LOWER_WORDS:
+        if word in _LOWER_WORDS or word.endswith("loss"):
             return False
-        if word in _HIGHER_WORDS:
-            return True
-    last = words[-1] if words else ""
-    if _LOSS_SUFFIX.search(last):
-        return False
-    if _SCORE_SUFFIX.search(last):
-        return True
+        if word in _HIGHER_WORDS or word.startswith(("acc", "top")):
+            return not (word == "score" and any(other in _LOWER_WORDS for other in words))
     return None
+
+
+def says_direction(name: str) -> bool:
+    """Whether the name alone says which way is better."""
+    return _name_direction(name) is not None
+
+
+def higher_is_better(name: str, higher_better: Iterable[str] = ()) -> bool:
+    """Whether a larger value of series `name` is better. `higher_better` lists the names
+    the user declared higher-better (`--higher-better NAME`), which win over the name."""
+    if name in set(higher_better):
+        return True
+    return bool(_name_direction(name))

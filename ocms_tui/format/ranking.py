@@ -11,7 +11,14 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ocms_tui.format.direction import higher_is_better
+from ocms_tui.format.direction import higher_is_better, says_direction
+
+
+def direction(series_name: str) -> bool | None:
+    """True: higher is better; False: lower; None: the name does not say (format.direction
+    assumes lower then; a table says it does not know)."""
+    return higher_is_better(series_name) if says_direction(series_name) else None
+
 
 # A run's name part that tells seeds apart (`lr_1e-4_seed3` and `lr_1e-4_seed7` are one
 # setting): taken out, what is left names the group.
@@ -27,7 +34,7 @@ class SortError(ValueError):
 class SortKey:
     """Rank runs by the latest value of `series` (a series name, or `chart/series`).
     `higher_first` is the direction: forced with `-NAME` (highest first) or `+NAME` (lowest
-    first), else taken from the name (`higher_is_better`); `known` is False when the name
+    first), else taken from the name (`direction`); `known` is False when the name
     said nothing and lowest first was assumed."""
 
     series: str
@@ -42,7 +49,7 @@ class SortKey:
             raise SortError(f"{text!r}: name a series to sort by, like loss or -accuracy")
         if sign:
             return cls(name, higher_first=sign == "-", known=True, forced=True)
-        better = higher_is_better(name.rsplit(SERIES_SEPARATOR, 1)[-1])
+        better = direction(name.rsplit(SERIES_SEPARATOR, 1)[-1])
         return cls(name, higher_first=bool(better), known=better is not None)
 
     def describe(self) -> str:
@@ -74,7 +81,7 @@ def default_sort_series(series_names: Iterable[str]) -> str | None:
     names = list(series_names)
     if "loss" in names:
         return "loss"
-    return next((name for name in names if higher_is_better(name) is not None), None)
+    return next((name for name in names if says_direction(name)), None)
 
 
 def compile_group_pattern(pattern: str) -> re.Pattern[str]:

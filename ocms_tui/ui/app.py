@@ -27,8 +27,8 @@ from textual.css.query import NoMatches
 from textual.driver import Driver
 from textual.message import Message
 
-from ocms_tui.draw.plotting import series_color
 from ocms_tui.follow.model import RunModel
+from ocms_tui.follow.run_table import Ranking, find_series
 from ocms_tui.follow.runs import run_status
 from ocms_tui.follow.runset import OverlayChart, TrackedRun
 from ocms_tui.follow.session import (
@@ -40,12 +40,16 @@ from ocms_tui.follow.session import (
     run_key,
 )
 from ocms_tui.follow.watch import Watcher
+from ocms_tui.format.ranking import SortKey
 from ocms_tui.widgets.bindings import bindings
 from ocms_tui.widgets.chart_grid import ChartGrid
 from ocms_tui.widgets.chart_panel import (
+    DEFAULT_TOP_RUNS,
     MAX_ZOOM,
+    MUTED_COLOR,
     ChartPanel,
     PanelView,
+    RunView,
     SharedView,
 )
 from ocms_tui.widgets.chart_strip import ChartStrip
@@ -55,6 +59,7 @@ from ocms_tui.widgets.keys import Scope
 from ocms_tui.widgets.problems_pane import ProblemsPane
 from ocms_tui.widgets.run_list import RunList, RunRow
 from ocms_tui.widgets.safe_text import safe_text
+from ocms_tui.widgets.series_table import format_number
 from ocms_tui.widgets.status_bar import StatusBar
 
 # From a layout shown to its objects frozen (see OcmsApp._freeze_long_lived).
@@ -113,9 +118,13 @@ class OcmsApp(App[int]):
         stale_after: float = STALE_AFTER_SECONDS,
         handle_signals: bool = False,
         session: FollowSession | None = None,
+        sort: SortKey | None = None,
+        top: int = DEFAULT_TOP_RUNS,
     ) -> None:
         """`session`: one already reading `paths` (started before Textual was imported, so
-        that the first rows are read meanwhile); the app takes its states over."""
+        that the first rows are read meanwhile); the app takes its states over. Runs
+        overlaid are ranked by `sort` (None: the session picks a series); the first `top`
+        are drawn in colour."""
         super().__init__()
         self.handle_signals = handle_signals
         # Exit signals that came after the terminal was set up but before the app could
@@ -136,7 +145,10 @@ class OcmsApp(App[int]):
             clock=clock,
             stale_after=stale_after,
             wait_for_first_screen=True,
+            sort=sort,
         )
+        self.top = top
+        self.run_view = RunView()
         self.shared = SharedView()
         self.state: SessionState | None = None
         """The state on screen (None until the first read)."""
@@ -288,17 +300,43 @@ class OcmsApp(App[int]):
         self.grid.show_message(self._grid_message(state))
         self.query_one(StatusBar).show(state.status)
         if state.overlaid:
-            self.run_list.show(self._run_rows(state))
+            self._show_run_view(state)
+            sort = state.ranking.sort
+            self.run_list.show(self._run_rows(state), sort.describe() if sort else "")
         if not state.charts:
             self.session.first_screen_shown()  # nothing to draw: no reason to wait
 
+    def _show_run_view(self, state: SessionState | None = None) -> None:
+        """Feature the leading runs of the ranking (those shown), bring the run highlighted
+        in the list to the front while the list has the focus, and tell every panel."""
+        state = state or self.state
+        if state is None:
+            return
+        ranking = state.ranking
+        featured = [key for key in ranking.order if key not in state.hidden_runs][: self.top]
+        in_list = self.focused is not None and self.focused in self.run_list.walk_children()
+        view = RunView(
+            tuple(featured),
+            self.run_list.highlighted_key if in_list else None,
+            ranking.sort.series if ranking.sort else "",
+        )
+        if view != self.run_view:
+            self.run_view = view
+            for panel in self.grid.panels:
+                panel.show_runs(view)
+
     def _run_rows(self, state: SessionState) -> list[RunRow]:
         now = self.clock()
+        ranking = state.ranking
+        by_key = {run_key(run): run for run in state.runs}
+        ordered = [by_key[key] for key in ranking.order if key in by_key]
+        ordered += [run for run in state.runs if run_key(run) not in ranking.order]
+        values = dict(zip(ranking.order, ranking.values, strict=True))
         return [
             RunRow(
                 key=run_key(run),
                 name=run.name,
-                color=series_color(run.color),
+                color=self.run_view.color_of(run_key(run)) or MUTED_COLOR,
                 status=run_status(run.model, now, live_seconds=self.stale_after),
                 quiet_seconds=None if run.model.last_write is None else now - run.model.last_write,
                 last_step=max(
@@ -307,8 +345,9 @@ class OcmsApp(App[int]):
                 ),
                 problems=len(run.model.problems),
                 shown=run_key(run) not in state.hidden_runs,
+                value=_sort_value(run, ranking, values.get(run_key(run))),
             )
-            for run in state.runs
+            for run in ordered
         ]
 
     async def _show_charts(self, key: tuple[tuple[OverlayChart, ...], bool]) -> None:
@@ -330,6 +369,7 @@ class OcmsApp(App[int]):
                 self.shared,
                 self._panel_views.setdefault(chart.name, PanelView()),
                 overlaid=overlaid,
+                runs=self.run_view,
             )
             for chart in charts
         ]
@@ -392,7 +432,7 @@ class OcmsApp(App[int]):
             panel.redraw()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("runs", "filter_runs"):
+        if action in ("runs", "filter_runs", "next_sort"):
             return self.overlaid  # one run: no run list, and the footer as it always was
         return True
 
@@ -404,6 +444,20 @@ class OcmsApp(App[int]):
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         if self._screen_composed():
             self._show_strip()
+            self._show_run_view()
+
+    def on_run_list_highlighted(self, event: RunList.Highlighted) -> None:
+        self._show_run_view()
+
+    def action_next_sort(self) -> None:
+        """Rank the runs by the next series of theirs (after the last, the first again)."""
+        ranking = self.state.ranking if self.state is not None else None
+        if ranking is None or not ranking.series:
+            return
+        names = ranking.series
+        current = ranking.sort.series if ranking.sort else None
+        following = names[(names.index(current) + 1) % len(names)] if current in names else names[0]
+        self.session.set_sort(SortKey.parse(following))
 
     def _screen_composed(self) -> bool:
         """False while the app closes: its widgets go before the last queued messages and
@@ -524,6 +578,16 @@ class OcmsApp(App[int]):
 EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 
+def _sort_value(run: TrackedRun, ranking: Ranking, value: float | None) -> str:
+    """A run's latest value of the sort series; a run without that series says so (it is
+    ranked last)."""
+    if ranking.sort is None:
+        return ""
+    if value is None and find_series(run.model.charts, ranking.sort.series) is None:
+        return f"no {ranking.sort.series}"
+    return format_number(value)
+
+
 def _lines(*lines: str) -> Text:
     """Lines of text with paths in them: each line safe, the line breaks kept."""
     return Text("\n").join(safe_text(line) for line in lines)
@@ -533,10 +597,11 @@ def run_dashboard(
     paths: PathArgument | Sequence[PathArgument],
     poll: float | None = None,
     session: FollowSession | None = None,
+    top: int = DEFAULT_TOP_RUNS,
 ) -> int:
     """Open the dashboard on `paths` (runs or parents of runs) until the user quits; returns
-    the exit code. `session`: see OcmsApp."""
-    app = OcmsApp(paths, poll=poll, handle_signals=True, session=session)
+    the exit code. `session`, `top`: see OcmsApp (the session knows the sort)."""
+    app = OcmsApp(paths, poll=poll, handle_signals=True, session=session, top=top)
 
     def noted(number: int, _frame: object) -> None:
         app.signals_before_mount.append(number)

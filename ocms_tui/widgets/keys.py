@@ -126,13 +126,20 @@ KEYS: tuple[Key, ...] = (
         footer="Runs",
     ),
     Key(
+        "o",
+        "rank the runs by the next series (the run list shows its latest value, best first; "
+        "the leading runs are drawn in colour, the others grey)",
+        _one("o", "next_sort"),
+    ),
+    Key(
         "/",
         "filter the run list by typing (enter: into the list, escape: back to the charts)",
         _one("slash", "filter_runs"),
     ),
     Key(
         "space / enter",
-        "in the run list: show / hide the highlighted run's lines",
+        "in the run list: show / hide the highlighted run's lines (the highlighted run is "
+        "drawn in front, in colour)",
         scope=Scope.RUN_LIST,
     ),
     Key("ctrl+p", "command palette (themes: light and dark)", scope=Scope.SYSTEM),

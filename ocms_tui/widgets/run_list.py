@@ -31,6 +31,7 @@ class RunRow:
     last_step: int | None
     problems: int
     shown: bool
+    value: str = ""  # the latest value of the series the runs are ranked by ("": none)
 
 
 def run_prompt(row: RunRow) -> Content:
@@ -38,8 +39,10 @@ def run_prompt(row: RunRow) -> Content:
     last step and problem count."""
     red, green, blue = row.color
     badge_text, badge_style = badge(row.status, row.quiet_seconds)
-    parts: list[str | tuple[str, str]] = [
-        ("━ ", f"rgb({red},{green},{blue})"),
+    parts: list[str | tuple[str, str]] = [("━ ", f"rgb({red},{green},{blue})")]
+    if row.value:
+        parts.append((f"{row.value} ", "bold" if row.shown else "dim"))
+    parts += [
         # The checkbox's colour alone is easy to miss: a hidden run is struck through too.
         (visible(row.name), "bold" if row.shown else "dim strike"),
         " ",
@@ -83,6 +86,13 @@ class RunList(Vertical):
     }
     """
 
+    class Highlighted(Message):
+        """Another run is highlighted in the list (None: none)."""
+
+        def __init__(self, key: str | None) -> None:
+            super().__init__()
+            self.key = key
+
     class Toggled(Message):
         """The user showed or hid a run."""
 
@@ -97,6 +107,7 @@ class RunList(Vertical):
         self.options: SelectionList[str] = SelectionList(id="run-options")
         self._rows: tuple[RunRow, ...] = ()
         self._shown: tuple[tuple[RunRow, ...], str] | None = None
+        self.ranked_by = ""
         self.border_title = "Runs"
 
     def compose(self) -> ComposeResult:
@@ -108,8 +119,20 @@ class RunList(Vertical):
         """The runs the filter lets through, in order."""
         return [row.key for row in self._rows if matches(row.name, self.filter.value)]
 
-    def show(self, rows: Sequence[RunRow]) -> None:
+    @property
+    def highlighted_key(self) -> str | None:
+        options = self.options
+        highlighted = options.highlighted
+        if highlighted is None or highlighted >= options.option_count:
+            return None
+        return options.get_option_at_index(highlighted).value
+
+    def show(self, rows: Sequence[RunRow], ranked_by: str = "") -> None:
+        """`rows` in the order shown (best first); `ranked_by` says by what."""
         self._rows = tuple(rows)
+        if ranked_by != self.ranked_by:
+            self.ranked_by = ranked_by
+            self.border_subtitle = f"by {ranked_by} · o: next" if ranked_by else None
         self._rebuild()
 
     def _rebuild(self) -> None:
@@ -119,10 +142,7 @@ class RunList(Vertical):
             return
         self._shown = state
         options = self.options
-        highlighted = options.highlighted
-        key = None
-        if highlighted is not None and highlighted < options.option_count:
-            key = options.get_option_at_index(highlighted).value
+        key = self.highlighted_key
         shown = [row for row in self._rows if matches(row.name, query)]
         options.clear_options()
         options.add_options(Selection(run_prompt(row), row.key, row.shown) for row in shown)
@@ -139,6 +159,11 @@ class RunList(Vertical):
     @on(Input.Submitted, "#run-filter")
     def _filter_done(self) -> None:
         self.options.focus()
+
+    @on(SelectionList.SelectionHighlighted, "#run-options")
+    def _highlighted(self, event: SelectionList.SelectionHighlighted[str]) -> None:
+        event.stop()
+        self.post_message(self.Highlighted(event.selection.value))
 
     @on(SelectionList.SelectionToggled, "#run-options")
     def _toggled(self, event: SelectionList.SelectionToggled[str]) -> None:
