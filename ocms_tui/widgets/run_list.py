@@ -35,13 +35,16 @@ class RunRow:
 
 
 def run_prompt(row: RunRow) -> Content:
-    """One line (a SelectionList option is one line): the run's colour and name, its status,
-    last step and problem count."""
+    """One line (a SelectionList option is one line): the run's colour, its value of the
+    series runs are ranked by, its problem count, name, status and last step."""
     red, green, blue = row.color
     badge_text, badge_style = badge(row.status, row.quiet_seconds)
     parts: list[str | tuple[str, str]] = [("━ ", f"rgb({red},{green},{blue})")]
     if row.value:
         parts.append((f"{row.value} ", "bold" if row.shown else "dim"))
+    # Before the name: a long name is cut at the list's edge, and a broken run must say so.
+    if row.problems:
+        parts.append((f"{row.problems}▲ ", "$warning"))
     parts += [
         # The checkbox's colour alone is easy to miss: a hidden run is struck through too.
         (visible(row.name), "bold" if row.shown else "dim strike"),
@@ -49,8 +52,6 @@ def run_prompt(row: RunRow) -> Content:
         (badge_text, badge_style),
         (f" {format_step(row.last_step)}", "$text-muted"),
     ]
-    if row.problems:
-        parts.append((f" {row.problems}▲", "$warning"))
     return Content.assemble(*parts)
 
 
