@@ -201,7 +201,6 @@ class ChartPanel(Vertical, can_focus=True):
         self.runs = runs
         self.lines = panel_lines(self.overlay, self.overlaid, runs)
         self.view.hidden = set()  # the numbers 1-9 name other lines now
-        self.on_resize()
         self.redraw()
 
     @property
@@ -230,7 +229,13 @@ class ChartPanel(Vertical, can_focus=True):
         self.show_new_data()
 
     def on_resize(self) -> None:
-        # The legend gets what the plot's minimum leaves; the rest of it is summed up.
+        self._fit_legend()
+
+    def _fit_legend(self) -> None:
+        """The legend gets what the plot's minimum leaves; the rest of it is summed up.
+        Fitted again whenever it changes (other runs featured), not only on a resize."""
+        if not self.content_size.height:
+            return  # not laid out yet: fitted on the first resize
         plot_rows = MIN_PLOT_ROWS if self.overlaid else MIN_SINGLE_RUN_PLOT_ROWS
         spare = self.content_size.height - plot_rows - 1 - (1 if self.muted_runs else 0)
         self.table.limit(max(2, spare) if spare < len(self.listed) else None)
@@ -379,6 +384,7 @@ class ChartPanel(Vertical, can_focus=True):
         return title
 
     def _show_table(self) -> None:
+        self._fit_legend()
         rows = [
             SeriesRow(
                 line.label,
@@ -446,6 +452,7 @@ class ChartPanel(Vertical, can_focus=True):
                         marker=line.marker if latest else EARLIER_PASS_MARKER,
                         pyramid=shown.pyramid,
                         rows=None if len(passes) == 1 else (start, stop),
+                        layer=line.muted,
                     )
                 )
         spans = [_span(stores[key], steps) for key, steps in all_steps.items()]
