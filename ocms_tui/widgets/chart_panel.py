@@ -459,9 +459,11 @@ class ChartPanel(Vertical, can_focus=True):
         return series, self.view.log_y, _x_range(spans, self.shared.zoom)
 
     def _drawing_order(self) -> list[tuple[int, Line]]:
-        """Later lines are drawn over earlier ones: the muted runs first, then the featured
-        runs from the last to the best, the highlighted run last of all."""
+        """Later lines are drawn over earlier ones. Runs overlaid: the muted runs first, then
+        the featured runs from the last to the best, the highlighted run last of all."""
         numbered = list(enumerate(self.lines))
+        if not self.overlaid:
+            return numbered  # one run: its series in their order, as they always were
         muted = [item for item in numbered if item[1].muted]
         listed = [item for item in numbered if not item[1].muted]
         front = self.runs.highlighted
