@@ -19,7 +19,12 @@ from ocms_recorder import METRICS_JSON, resolve_metrics_dir
 from ocms_tui import __version__
 from ocms_tui.follow.report import FORMATS, ExitCode, printable
 from ocms_tui.format.directories import directory_problem
-from ocms_tui.format.ranking import DEFAULT_GROUP_PATTERN, SortError, SortKey
+from ocms_tui.format.ranking import (
+    DEFAULT_GROUP_PATTERN,
+    SortError,
+    SortKey,
+    compile_group_pattern,
+)
 from ocms_tui.ui.serve import DEFAULT_HOST, DEFAULT_MAX_SESSIONS, DEFAULT_PORT
 
 
@@ -140,6 +145,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=5,
         metavar="N",
         help="several runs: draw the first N in colour, every other run grey (default 5)",
+    )
+    parser.add_argument(
+        "--group",
+        nargs="?",
+        const=DEFAULT_GROUP_PATTERN,
+        metavar="REGEX",
+        help=f"several runs: start with runs that differ only in the part REGEX matches "
+        f"(default {DEFAULT_GROUP_PATTERN}) as one line, their mean with a min-max band (g)",
     )
     parser.add_argument(
         "--poll",
@@ -278,6 +291,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             options.sort = SortKey.parse(options.sort)
         except SortError as error:
             parser.error(str(error))
+    if options.group is not None:
+        try:
+            options.group = compile_group_pattern(options.group)
+        except SortError as error:
+            parser.error(str(error))
     paths: list[Path] = options.paths or [Path(resolve_metrics_dir())]
     if options.demo:
         from ocms_tui.ui.demo import run_demo
@@ -317,13 +335,11 @@ def _dispatch(options: argparse.Namespace, paths: list[Path]) -> int:
             max_sessions=options.max_sessions,
         )
     if options.snapshot is not None:
-        return _snapshot(paths, options.snapshot, options.size, options.sort, options.top)
-    return _dashboard(paths, options.poll, options.sort, options.top)
+        return _snapshot(paths, options.snapshot, options.size, options)
+    return _dashboard(paths, options.poll, options)
 
 
-def _dashboard(
-    paths: list[Path], poll: float | None, sort: SortKey | None = None, top: int = 5
-) -> int:
+def _dashboard(paths: list[Path], poll: float | None, options: argparse.Namespace) -> int:
     """The dashboard on `paths` (runs under parents are found there). The runs are read
     from the start, on the session's thread, while Textual is imported and the screen is
     composed; the app takes the session's states over when it is up."""
@@ -337,13 +353,15 @@ def _dashboard(
         poll=poll,
         directory_label=label_of(paths),
         wait_for_first_screen=True,
-        sort=sort,
+        sort=options.sort,
     )
     session.start()
     try:
         from ocms_tui.ui.app import run_dashboard
 
-        return run_dashboard(paths, poll=poll, session=session, top=top)
+        return run_dashboard(
+            paths, poll=poll, session=session, top=options.top, group=options.group
+        )
     finally:
         session.stop()  # the app stops it too, unless it failed before it was up
 
@@ -380,7 +398,7 @@ def _runs(options: argparse.Namespace) -> int:
     from ocms_tui.follow.run_table import group_table, load_run, rank_table
     from ocms_tui.follow.runs import find_runs, name_runs
     from ocms_tui.follow.session import label_of
-    from ocms_tui.format.ranking import compile_group_pattern, default_sort_series
+    from ocms_tui.format.ranking import default_sort_series
 
     try:
         sort = None if options.sort is None else SortKey.parse(options.sort)
@@ -449,11 +467,7 @@ def _output_problem(out_path: Path) -> str | None:
 
 
 def _snapshot(
-    paths: list[Path],
-    out_path: Path,
-    size: tuple[int, int],
-    sort: SortKey | None = None,
-    top: int = 5,
+    paths: list[Path], out_path: Path, size: tuple[int, int], options: argparse.Namespace
 ) -> int:
     """Render once to an SVG; a usage error when there is nothing to render or nowhere to
     write it, both checked before the dashboard starts."""
@@ -474,7 +488,9 @@ def _snapshot(
     from ocms_tui.ui.app import save_snapshot
 
     try:
-        save_snapshot(paths, out_path, size=size, sort=sort, top=top)
+        save_snapshot(
+            paths, out_path, size=size, sort=options.sort, top=options.top, group=options.group
+        )
     except OSError as error:
         return _fail(f"--snapshot: cannot write {out_path}: {error.strerror or error}")
     print(f"wrote {printable(str(out_path))}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from app_support import append_rows, screen_text, wait_for, write_layout
 from textual.widgets import SelectionList
 
@@ -153,3 +154,34 @@ async def test_broken_runs_are_badged_ranked_last_and_leave_the_others_drawn(
             "run_other"
         ]
         assert len(panel(app, "loss").lines) == (len(best_first) + 1) * 2
+
+
+async def test_g_draws_seeds_as_their_mean_with_a_band(tmp_path: Path) -> None:
+    finals = {"lr_a_seed0": 0.2, "lr_a_seed1": 0.4, "lr_b_seed0": 0.1, "lr_b_seed1": 0.2}
+    finals |= {f"lr_c{index}_seed0": 0.5 + index / 10 for index in range(6)}
+    for name, final in finals.items():
+        write_run(tmp_path / name, final)
+    app = OcmsApp(tmp_path, watch=False, top=2)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.settle()
+        await wait_for(pilot, lambda: len(app.grid.panels) == 1)
+        await pilot.press("g")
+        loss = panel(app, "loss")
+        await wait_for(pilot, lambda: bool(loss.runs.groups))
+        await pilot.pause()
+        # Groups best first by their mean: lr_b (0.15), lr_a (0.3), then the lone runs.
+        assert [name for name, _ in loss.runs.groups][:3] == ["lr_b", "lr_a", "lr_c0"]
+        assert [line.run for line in loss.listed] == ["lr_b (2 runs)"] * 2 + ["lr_a (2 runs)"] * 2
+        lr_b_loss = loss.listed[0]
+        found = loss._band(lr_b_loss)
+        assert found is not None
+        # The mean of 0.1 + 0.9 .. and 0.2 + 0.9 ..: at the last step 0.15, band 0.1 .. 0.2.
+        assert found.mean[-1] == pytest.approx(0.15)
+        assert (found.low[-1], found.high[-1]) == pytest.approx((0.1, 0.2))
+        text = screen_text(app)
+        assert "lr_b (2 runs) · loss" in text and "+6 more groups, drawn grey" in text
+        markers = [line.marker for line in loss._series_for_plot()[0]]
+        assert markers.count("·") == 2 * 2 * 2  # a dotted band edge above and below each
+        await pilot.press("g")  # every run again
+        await wait_for(pilot, lambda: not loss.runs.groups)
+        assert [line.run for line in loss.listed][::2] == ["lr_b_seed0", "lr_a_seed0"]

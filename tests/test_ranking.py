@@ -69,3 +69,21 @@ def test_a_group_pattern_must_match_something() -> None:
         with pytest.raises(SortError):
             compile_group_pattern(bad)
     assert group_name("run-s1", compile_group_pattern(r"-s\d")) == "run"
+
+
+def test_groups_rank_by_their_mean() -> None:
+    from ocms_tui.follow.run_table import Ranking, rank_groups
+
+    ranking = Ranking(
+        SortKey.parse("loss"),
+        ("a0", "b0", "a1", "c", "b1"),
+        (0.1, 0.2, 0.5, None, 0.25),
+        ("loss",),
+    )
+    names = {"a0": "a_seed0", "a1": "a_seed1", "b0": "b_seed0", "b1": "b_seed1", "c": "c"}
+    pattern = compile_group_pattern(DEFAULT_GROUP_PATTERN)
+    assert rank_groups(ranking, names, pattern) == (
+        ("b", ("b0", "b1")),  # mean 0.225
+        ("a", ("a0", "a1")),  # mean 0.3
+        ("c", ("c",)),  # no value: last
+    )

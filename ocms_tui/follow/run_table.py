@@ -352,3 +352,23 @@ def rank_runs(runs: Sequence[tuple[str, RunModel]], sort: SortKey | None) -> Ran
         tuple(values[position] for position in order),
         names,
     )
+
+
+def rank_groups(
+    ranking: Ranking, names: dict[str, str], pattern: re.Pattern[str]
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The runs of `ranking` (run keys, named by `names`) as groups of seeds: (group name,
+    member keys in ranking order), best group first by the mean of its members' values
+    (groups without any value last), in the order found without a sort."""
+    keys = [key for key in ranking.order if key in names]
+    members = group_runs([names[key] for key in keys], pattern)
+    groups = [(name, tuple(keys[position] for position in at)) for name, at in members.items()]
+    if ranking.sort is None:
+        return tuple(groups)
+    values = dict(zip(ranking.order, ranking.values, strict=True))
+    means: list[float | None] = []
+    for _, group in groups:
+        present = [v for key in group if (v := values.get(key)) is not None and math.isfinite(v)]
+        means.append(sum(present) / len(present) if present else None)
+    order = rank_order(means, ranking.sort.higher_first)
+    return tuple(groups[position] for position in order)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
+import re
 import signal
 import time
 from collections.abc import Callable, Sequence
@@ -28,7 +29,7 @@ from textual.driver import Driver
 from textual.message import Message
 
 from ocms_tui.follow.model import RunModel
-from ocms_tui.follow.run_table import Ranking, find_series
+from ocms_tui.follow.run_table import Ranking, find_series, rank_groups
 from ocms_tui.follow.runs import run_status
 from ocms_tui.follow.runset import OverlayChart, TrackedRun
 from ocms_tui.follow.session import (
@@ -40,7 +41,7 @@ from ocms_tui.follow.session import (
     run_key,
 )
 from ocms_tui.follow.watch import Watcher
-from ocms_tui.format.ranking import SortKey
+from ocms_tui.format.ranking import DEFAULT_GROUP_PATTERN, SortKey, compile_group_pattern
 from ocms_tui.widgets.bindings import bindings
 from ocms_tui.widgets.chart_grid import ChartGrid
 from ocms_tui.widgets.chart_panel import (
@@ -120,11 +121,13 @@ class OcmsApp(App[int]):
         session: FollowSession | None = None,
         sort: SortKey | None = None,
         top: int = DEFAULT_TOP_RUNS,
+        group: re.Pattern[str] | None = None,
     ) -> None:
         """`session`: one already reading `paths` (started before Textual was imported, so
         that the first rows are read meanwhile); the app takes its states over. Runs
         overlaid are ranked by `sort` (None: the session picks a series); the first `top`
-        are drawn in colour."""
+        are drawn in colour. `group`: start with runs grouped by this seed pattern (`g`
+        toggles grouping, by the default pattern unless one is given)."""
         super().__init__()
         self.handle_signals = handle_signals
         # Exit signals that came after the terminal was set up but before the app could
@@ -148,6 +151,8 @@ class OcmsApp(App[int]):
             sort=sort,
         )
         self.top = top
+        self.group_pattern = group or compile_group_pattern(DEFAULT_GROUP_PATTERN)
+        self.grouped = group is not None
         self.run_view = RunView()
         self.shared = SharedView()
         self.state: SessionState | None = None
@@ -315,11 +320,21 @@ class OcmsApp(App[int]):
         ranking = state.ranking
         featured = [key for key in ranking.order if key not in state.hidden_runs][: self.top]
         in_list = self.focused is not None and self.focused in self.run_list.walk_children()
-        view = RunView(
-            tuple(featured),
-            self.run_list.highlighted_key if in_list else None,
-            ranking.sort.series if ranking.sort else "",
-        )
+        ranked_by = ranking.sort.series if ranking.sort else ""
+        if self.grouped:
+            names = {
+                run_key(run): run.name
+                for run in state.runs
+                if run_key(run) not in state.hidden_runs
+            }
+            groups = rank_groups(ranking, names, self.group_pattern)
+            view = RunView(ranked_by=ranked_by, groups=groups, top=self.top)
+        else:
+            view = RunView(
+                tuple(featured),
+                self.run_list.highlighted_key if in_list else None,
+                ranked_by,
+            )
         if view != self.run_view:
             self.run_view = view
             for panel in self.grid.panels:
@@ -432,7 +447,7 @@ class OcmsApp(App[int]):
             panel.redraw()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("runs", "filter_runs", "next_sort"):
+        if action in ("runs", "filter_runs", "next_sort", "group_runs"):
             return self.overlaid  # one run: no run list, and the footer as it always was
         return True
 
@@ -447,6 +462,12 @@ class OcmsApp(App[int]):
             self._show_run_view()
 
     def on_run_list_highlighted(self, event: RunList.Highlighted) -> None:
+        self._show_run_view()
+
+    def action_group_runs(self) -> None:
+        """Runs that differ only in their seed as one line (mean and min-max band), or
+        every run again."""
+        self.grouped = not self.grouped
         self._show_run_view()
 
     def action_next_sort(self) -> None:
@@ -598,10 +619,11 @@ def run_dashboard(
     poll: float | None = None,
     session: FollowSession | None = None,
     top: int = DEFAULT_TOP_RUNS,
+    group: re.Pattern[str] | None = None,
 ) -> int:
     """Open the dashboard on `paths` (runs or parents of runs) until the user quits; returns
-    the exit code. `session`, `top`: see OcmsApp (the session knows the sort)."""
-    app = OcmsApp(paths, poll=poll, handle_signals=True, session=session, top=top)
+    the exit code. `session`, `top`, `group`: see OcmsApp (the session knows the sort)."""
+    app = OcmsApp(paths, poll=poll, handle_signals=True, session=session, top=top, group=group)
 
     def noted(number: int, _frame: object) -> None:
         app.signals_before_mount.append(number)

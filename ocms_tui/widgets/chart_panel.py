@@ -23,7 +23,8 @@ from ocms_tui.draw.plotting import (
     series_color,
     series_marker,
 )
-from ocms_tui.follow.model import ChartData
+from ocms_tui.follow.model import ChartData, SeriesStats
+from ocms_tui.follow.run_table import Band, band
 from ocms_tui.follow.runset import OverlayChart, RunChart
 from ocms_tui.follow.series import MAX_KEPT_PASSES, SeriesStore, pass_bounds, step_span
 from ocms_tui.follow.session import run_key
@@ -68,6 +69,9 @@ class Line:
     marker: str
     run: str = ""  # runs overlaid: the run's name (untrusted)
     muted: bool = False  # drawn behind, in MUTED_COLOR, and not listed in the legend
+    # Runs grouped: every member run's chart holding the series; the line is their mean,
+    # with the min-max band around it (`source` is the first of them).
+    group: tuple[RunChart, ...] = ()
 
 
 # Runs overlaid: the leading few are drawn in colour and listed; every other run is drawn
@@ -86,6 +90,10 @@ class RunView:
     featured: tuple[str, ...] = ()
     highlighted: str | None = None
     ranked_by: str = ""  # the series the runs are ranked by ("": in the order found)
+    # Runs grouped (seeds as one line): (group name, member run keys), best first; the
+    # first `top` in colour with their band, the others' means grey.
+    groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    top: int = DEFAULT_TOP_RUNS
 
     def color_of(self, key: str) -> RGB | None:
         """The run's colour, None when it is drawn muted."""
@@ -109,6 +117,8 @@ def panel_lines(
             for index, name in enumerate(source.chart.y_axis)
         )
     runs = runs or RunView()
+    if runs.groups:
+        return group_lines(overlay, runs)
     places = {key: place for place, key in enumerate(runs.featured)}
     if runs.highlighted is not None and runs.highlighted not in places:
         places[runs.highlighted] = len(places)
@@ -122,6 +132,30 @@ def panel_lines(
             else:
                 marker = series_marker(index)
                 listed.append(Line(source, index, name, color, marker, source.run.name))
+    return (*listed, *muted)
+
+
+def group_lines(overlay: OverlayChart, runs: RunView) -> tuple[Line, ...]:
+    """One line per group and series: the leading `runs.top` groups in colour, the others
+    muted (their means only)."""
+    by_key = {run_key(source.run): source for source in overlay.sources}
+    listed: list[Line] = []
+    muted: list[Line] = []
+    for place, (name, keys) in enumerate(runs.groups):
+        members = [by_key[key] for key in keys if key in by_key]
+        if not members:
+            continue
+        featured = place < runs.top
+        color = series_color(place) if featured else MUTED_COLOR
+        label = f"{name} ({len(keys)} run{'s' if len(keys) > 1 else ''})"
+        series_names = dict.fromkeys(n for member in members for n in member.chart.y_axis)
+        for number, series_name in enumerate(series_names):
+            carriers = tuple(m for m in members if series_name in m.chart.y_axis)
+            first = carriers[0]
+            index = first.chart.y_axis.index(series_name)
+            marker = series_marker(number) if featured else MARKER
+            line = Line(first, index, series_name, color, marker, label, not featured, carriers)
+            (listed if featured else muted).append(line)
     return (*listed, *muted)
 
 
@@ -192,7 +226,8 @@ class ChartPanel(Vertical, can_focus=True):
 
     @property
     def muted_runs(self) -> int:
-        return len({id(line.source) for line in self.lines if line.muted})
+        """Runs (or groups) drawn grey."""
+        return len({line.run for line in self.lines if line.muted})
 
     def show_runs(self, runs: RunView) -> None:
         """Other runs featured, or another highlighted: lines, legend and plot anew."""
@@ -389,7 +424,7 @@ class ChartPanel(Vertical, can_focus=True):
             SeriesRow(
                 line.label,
                 line.color,
-                line.source.chart.stats(line.index),
+                self._group_stats(line) if line.group else line.source.chart.stats(line.index),
                 number in self.view.hidden,
                 line.marker,
                 line.run,
@@ -401,7 +436,8 @@ class ChartPanel(Vertical, can_focus=True):
         more = ""
         if muted:
             ranked = f" (ranked by {self.runs.ranked_by})" if self.runs.ranked_by else ""
-            more = f"+{muted:,} more run{'s' if muted > 1 else ''}, drawn grey{ranked}"
+            kind = "group" if self.runs.groups else "run"
+            more = f"+{muted:,} more {kind}{'s' if muted > 1 else ''}, drawn grey{ranked}"
         self.table.show(
             rows,
             max(steps, default=None),
@@ -428,6 +464,9 @@ class ChartPanel(Vertical, can_focus=True):
         series = []
         for number, line in self._drawing_order():
             if number in self.view.hidden:
+                continue
+            if line.group:
+                series.extend(self._group_series(line))
                 continue
             store = stores[id(line.source.chart)]
             steps = all_steps[id(line.source.chart)]
@@ -457,6 +496,38 @@ class ChartPanel(Vertical, can_focus=True):
                 )
         spans = [_span(stores[key], steps) for key, steps in all_steps.items()]
         return series, self.view.log_y, _x_range(spans, self.shared.zoom)
+
+    def _band(self, line: Line) -> Band | None:
+        """The group's mean and min-max of the line's series, at the view's smoothing and
+        axis (each member's own view of it)."""
+        pairs = []
+        for member in line.group:
+            store = member.chart.drawn()
+            index = member.chart.y_axis.index(line.label)
+            steps, values = store.steps(), store.values(index)
+            rows = min(len(steps), len(values))
+            shown = store.shown(index, self.view.smoothing, self.view.log_y)
+            pairs.append((steps[:rows], shown.values(values[:rows])))
+        return band(pairs)
+
+    def _group_series(self, line: Line) -> list[Series]:
+        found = self._band(line)
+        if found is None:
+            return []
+        ordered = bool(np.all(np.diff(found.steps) >= 0))
+        mean = Series(found.steps, found.mean, line.color, ordered, line.marker, layer=line.muted)
+        if line.muted or len(line.group) < 2:
+            return [mean]
+        edges = [
+            Series(found.steps, edge, line.color, ordered, EARLIER_PASS_MARKER)
+            for edge in (found.low, found.high)
+        ]
+        return [*edges, mean]
+
+    def _group_stats(self, line: Line) -> SeriesStats:
+        """The legend's numbers of a group: those of its mean."""
+        found = self._band(line)
+        return SeriesStats() if found is None else SeriesStats().updated(found.steps, found.mean)
 
     def _drawing_order(self) -> list[tuple[int, Line]]:
         """Later lines are drawn over earlier ones. Runs overlaid: the muted runs first, then

@@ -132,6 +132,12 @@ KEYS: tuple[Key, ...] = (
         _one("o", "next_sort"),
     ),
     Key(
+        "g",
+        "runs that differ only in their seed (--group REGEX, default seed\\d+) as one line: "
+        "the mean, with the min-max band dotted; again: every run",
+        _one("g", "group_runs"),
+    ),
+    Key(
         "/",
         "filter the run list by typing (enter: into the list, escape: back to the charts)",
         _one("slash", "filter_runs"),
