@@ -1,5 +1,5 @@
-"""Command line: the dashboard, `--check`, `--demo`, `--snapshot`, `verify`, `scan`, `init`
-and `import`.
+"""Command line: the dashboard, `--check`, `--demo`, `--snapshot`, `verify`, `scan`, `init`,
+`import` and `runs`.
 
 Textual is imported only by the commands that open or render the dashboard, so that
 `--check` in CI starts fast.
@@ -85,7 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
             "'ocms-tui scan PROJECT_DIR' finds where a training project logs metrics; "
             "'ocms-tui init PROJECT_DIR [--write]' adds the recorder to it; "
             "'ocms-tui import SRC --out DIR' converts TensorBoard, HF, Lightning or MLflow "
-            "logs. "
+            "logs. 'ocms-tui runs DIR [--sort SERIES] [--top N] [--format text|json|csv]' "
+            "prints a sweep's runs as a table, best first. "
             "Exit codes of --check: 0 no errors, 1 errors (or warnings with --strict), "
             "2 usage error or missing directory."
         ),
