@@ -55,6 +55,13 @@ def run_prompt(row: RunRow) -> Content:
     return Content.assemble(*parts)
 
 
+def _prompt_fields(row: RunRow) -> tuple[object, ...]:
+    """What `run_prompt` shows of a row: equal fields, equal prompts (the seconds since the
+    last write change on every state, the badge made of them far less often)."""
+    badge_shown = badge(row.status, row.quiet_seconds)
+    return (row.color, row.value, row.problems, row.name, row.shown, badge_shown, row.last_step)
+
+
 def matches(name: str, query: str) -> bool:
     """Every word of the query appears in the name (case-insensitive)."""
     lowered = name.lower()
@@ -108,6 +115,7 @@ class RunList(Vertical):
         self.options: SelectionList[str] = SelectionList(id="run-options")
         self._rows: tuple[RunRow, ...] = ()
         self._shown: tuple[tuple[RunRow, ...], str] | None = None
+        self._listed: list[RunRow] | None = None  # the rows the options show, in order
         self.ranked_by = ""
         self.border_title = "Runs"
 
@@ -145,13 +153,23 @@ class RunList(Vertical):
         options = self.options
         key = self.highlighted_key
         shown = [row for row in self._rows if matches(row.name, query)]
+        listed, self._listed = self._listed, shown
+        selected = sum(row.shown for row in self._rows)
+        self.border_title = f"Runs ({selected}/{len(self._rows)} shown)"
+        if listed is not None and [row.key for row in listed] == [row.key for row in shown]:
+            # The same runs in the same order (a followed sweep, most states): only the
+            # lines that changed are made again, instead of every option (0.2 s at 500 runs).
+            for index, (old, new) in enumerate(zip(listed, shown, strict=True)):
+                if _prompt_fields(old) != _prompt_fields(new):
+                    options.replace_option_prompt_at_index(index, run_prompt(new))
+                if old.shown != new.shown:
+                    (options.select if new.shown else options.deselect)(new.key)
+            return
         options.clear_options()
         options.add_options(Selection(run_prompt(row), row.key, row.shown) for row in shown)
         keys = [row.key for row in shown]
         if keys:
             options.highlighted = keys.index(key) if key in keys else 0
-        selected = sum(row.shown for row in self._rows)
-        self.border_title = f"Runs ({selected}/{len(self._rows)} shown)"
 
     @on(Input.Changed, "#run-filter")
     def _filter_changed(self) -> None:
