@@ -345,7 +345,8 @@ class OcmsApp(App[int]):
         ranking = state.ranking
         by_key = {run_key(run): run for run in state.runs}
         ordered = [by_key[key] for key in ranking.order if key in by_key]
-        ordered += [run for run in state.runs if run_key(run) not in ranking.order]
+        ranked = set(ranking.order)
+        ordered += [run for run in state.runs if run_key(run) not in ranked]
         values = dict(zip(ranking.order, ranking.values, strict=True))
         return [
             RunRow(

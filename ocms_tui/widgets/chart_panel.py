@@ -295,8 +295,11 @@ class ChartPanel(Vertical, can_focus=True):
         self._prepare_timer = None
         self.prepared_ahead += 1
         self.prepare_next_smoothing()
-        self.prepare_next_zoom()
-        self.prepare_maximised()
+        if not self.muted_runs:
+            # A grey layer is reduced for one view at a time (draw.layer): a view made ahead
+            # would cost the UI thread a reduction of every grey run, then be dropped.
+            self.prepare_next_zoom()
+            self.prepare_maximised()
 
     def show_new_data(self) -> None:
         """The charts have new rows (or were reset): new numbers now, a new plot at the
