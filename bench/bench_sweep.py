@@ -12,8 +12,11 @@ screen (bench_screen's harness), against one run holding as many rows.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import shutil
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -69,7 +72,19 @@ def _launch(directory: Path, total_rows: int, last_step: int, keys: int = 0) -> 
         result["rss_mb"] = _peak_rss_mb(screen.pid)
     finally:
         screen.close()
+        _end(screen.pid)
     return result
+
+
+def _end(pid: int) -> None:
+    """A dashboard still busy drawing may not have answered `q` nor the hang-up of its
+    closed pane: ended here, or it would draw on, unseen, through the next launches."""
+    for _ in range(50):
+        if not os.path.exists(f"/proc/{pid}"):
+            return
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
 
 
 def _peak_rss_mb(pid: int) -> float:
