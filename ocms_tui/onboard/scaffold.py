@@ -721,9 +721,7 @@ def plan_init(project: Path, output_dir_expr: str | None = None) -> InitPlan:
                 continue
             edit = partial(edit_config, project, file, output_dir_expr)
         else:
-            edit = partial(
-                edit_script, project, file, sites, framework, output_dir_expr, plan.notes
-            )
+            edit = partial(edit_script, project, file, sites, framework, output_dir_expr, plan.notes)
         try:
             outcome = edit()
         except RecursionError:  # Python's parser takes nesting that libcst recurses over
