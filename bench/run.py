@@ -67,6 +67,10 @@ GROUPS: dict[str, tuple[str, Callable[[Sizes, Workspace], list[Row]]]] = {
         "issue 19: freshness, CPU, keys and start on screen (tmux)",
         _module("bench_screen"),
     ),
+    "sweep": (
+        "issue 33: a sweep of hundreds of runs on screen (tmux)",
+        _module("bench_sweep"),
+    ),
 }
 
 

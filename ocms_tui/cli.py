@@ -1,5 +1,5 @@
-"""Command line: the dashboard, `--check`, `--demo`, `--snapshot`, `verify`, `scan`, `init`
-and `import`.
+"""Command line: the dashboard, `--check`, `--demo`, `--snapshot`, `verify`, `scan`, `init`,
+`import` and `runs`.
 
 Textual is imported only by the commands that open or render the dashboard, so that
 `--check` in CI starts fast.
@@ -19,6 +19,12 @@ from ocms_recorder import METRICS_JSON, resolve_metrics_dir
 from ocms_tui import __version__
 from ocms_tui.follow.report import FORMATS, ExitCode, printable
 from ocms_tui.format.directories import directory_problem
+from ocms_tui.format.ranking import (
+    DEFAULT_GROUP_PATTERN,
+    SortError,
+    SortKey,
+    compile_group_pattern,
+)
 from ocms_tui.ui.serve import DEFAULT_HOST, DEFAULT_MAX_SESSIONS, DEFAULT_PORT
 
 if TYPE_CHECKING:
@@ -82,7 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
             "'ocms-tui scan PROJECT_DIR' finds where a training project logs metrics; "
             "'ocms-tui init PROJECT_DIR [--write]' adds the recorder to it; "
             "'ocms-tui import SRC --out DIR' converts TensorBoard, HF, Lightning or MLflow "
-            "logs. "
+            "logs. 'ocms-tui runs DIR [--sort SERIES] [--top N] [--format text|json|csv]' "
+            "prints a sweep's runs as a table, best first. "
             "Exit codes of --check: 0 no errors, 1 errors (or warnings with --strict), "
             "2 usage error or missing directory."
         ),
@@ -129,6 +136,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--size", type=_size, default=(160, 48), metavar="WxH", help="--snapshot terminal size"
+    )
+    parser.add_argument(
+        "--sort",
+        metavar="SERIES",
+        help="several runs: rank them by this series' latest value, best first (-NAME: "
+        "highest first, +NAME: lowest first; default: loss, if there is one)",
+    )
+    parser.add_argument(
+        "--top",
+        type=_positive,
+        default=5,
+        metavar="N",
+        help="several runs: draw the first N in colour, every other run grey (default 5)",
+    )
+    parser.add_argument(
+        "--group",
+        nargs="?",
+        const=DEFAULT_GROUP_PATTERN,
+        metavar="REGEX",
+        help=f"several runs: start with runs that differ only in the part REGEX matches "
+        f"(default {DEFAULT_GROUP_PATTERN}) as one line, their mean with a min-max band (g)",
     )
     parser.add_argument(
         "--poll",
@@ -198,6 +226,40 @@ def build_init_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def build_runs_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ocms-tui runs",
+        description=(
+            "One row per run found under DIR (a sweep): status, rows, last step and, per "
+            "series, its latest, min, max and the step of its best value."
+        ),
+        epilog=(
+            "--sort loss puts the best run first: lowest first for loss-, error- and "
+            "perplexity-like names, highest first for accuracy-, score-, mIoU-, f1-like "
+            "names; --sort=-NAME forces highest first, --sort=+NAME lowest first. A run "
+            "without the series sorts last. Exit codes: 0 runs listed, 1 no run found, "
+            "2 usage error."
+        ),
+    )
+    parser.add_argument(
+        "paths", nargs="+", metavar="DIR", type=_path, help="a sweep (runs under it) or runs"
+    )
+    parser.add_argument(
+        "--sort", metavar="SERIES", help="rank by this series' latest value (or CHART/SERIES)"
+    )
+    parser.add_argument("--top", type=_positive, metavar="N", help="only the first N runs")
+    parser.add_argument("--format", choices=("text", "json", "csv"), default="text")
+    parser.add_argument(
+        "--group",
+        nargs="?",
+        const=DEFAULT_GROUP_PATTERN,
+        metavar="REGEX",
+        help=f"one row per group of runs whose names differ only in the part REGEX matches "
+        f"(default {DEFAULT_GROUP_PATTERN}): the mean, min and max of the --sort series",
+    )
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments[:1] == ["verify"]:
@@ -209,6 +271,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments[:1] == ["scan"]:
         options = build_scan_parser().parse_args(arguments[1:])
         return _scan(options.project, options.format)
+    if arguments[:1] == ["runs"]:
+        return _runs(build_runs_parser().parse_args(arguments[1:]))
     if arguments[:1] == ["init"]:
         from ocms_tui.onboard.scaffold import run_init
 
@@ -226,6 +290,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = build_parser()
     options = parser.parse_args(arguments)
+    if options.sort is not None:
+        try:
+            options.sort = SortKey.parse(options.sort)
+        except SortError as error:
+            parser.error(str(error))
+    if options.group is not None:
+        try:
+            options.group = compile_group_pattern(options.group)
+        except SortError as error:
+            parser.error(str(error))
     paths: list[Path] = options.paths or [Path(resolve_metrics_dir())]
     if options.demo:
         from ocms_tui.ui.demo import run_demo
@@ -279,11 +353,13 @@ def _dispatch(
             max_sessions=options.max_sessions,
         )
     if options.snapshot is not None:
-        return _snapshot(paths, options.snapshot, options.size, label)
-    return _dashboard(paths, options.poll, label)
+        return _snapshot(paths, options.snapshot, options.size, options, label)
+    return _dashboard(paths, options.poll, options, label)
 
 
-def _dashboard(paths: list[Path], poll: float | None, label: str | None = None) -> int:
+def _dashboard(
+    paths: list[Path], poll: float | None, options: argparse.Namespace, label: str | None = None
+) -> int:
     """The dashboard on `paths` (runs under parents are found there). The runs are read
     from the start, on the session's thread, while Textual is imported and the screen is
     composed; the app takes the session's states over when it is up."""
@@ -297,12 +373,15 @@ def _dashboard(paths: list[Path], poll: float | None, label: str | None = None) 
         poll=poll,
         directory_label=label or label_of(paths),
         wait_for_first_screen=True,
+        sort=options.sort,
     )
     session.start()
     try:
         from ocms_tui.ui.app import run_dashboard
 
-        return run_dashboard(paths, poll=poll, session=session)
+        return run_dashboard(
+            paths, poll=poll, session=session, top=options.top, group=options.group
+        )
     finally:
         session.stop()  # the app stops it too, unless it failed before it was up
 
@@ -332,13 +411,74 @@ def _scan(project: Path, output_format: str) -> int:
     return ExitCode.OK if result.found else ExitCode.PROBLEMS
 
 
+def _runs(options: argparse.Namespace) -> int:
+    """`ocms-tui runs`: the run table of a sweep."""
+    from ocms_tui.follow import run_table_output as output
+    from ocms_tui.follow.report import encodable
+    from ocms_tui.follow.run_table import group_table, load_run, rank_table
+    from ocms_tui.follow.runs import find_runs, name_runs
+    from ocms_tui.follow.session import label_of
+    from ocms_tui.format.ranking import default_sort_series
+
+    try:
+        sort = None if options.sort is None else SortKey.parse(options.sort)
+        pattern = None if options.group is None else compile_group_pattern(options.group)
+    except SortError as error:
+        return _fail(str(error))
+    for path in options.paths:
+        if not os.path.isdir(path):
+            return _fail(f"{path}: not a directory")
+    directories = [
+        directory
+        for directory in find_runs(options.paths)
+        if (directory / METRICS_JSON).exists() or os.path.lexists(directory / METRICS_JSON)
+    ]
+    if not directories:
+        shown = ", ".join(str(path) for path in options.paths)
+        print(
+            printable(f"ocms-tui runs: no run (a directory with {METRICS_JSON}) under {shown}"),
+            file=sys.stderr,
+        )
+        return ExitCode.PROBLEMS
+    runs = [
+        load_run(directory, name)
+        for directory, name in zip(directories, name_runs(directories), strict=True)
+    ]
+    label = label_of(options.paths)
+    if pattern is not None:
+        groups = group_table(runs, pattern, sort)[: options.top]
+        if options.format == "json":
+            text = output.groups_json(groups, sort)
+        elif options.format == "csv":
+            text = output.groups_csv(groups)
+        else:
+            text = output.groups_text(groups, label, sort)
+    else:
+        table = rank_table(runs, sort, options.top)
+        if options.format == "json":
+            text = output.table_json(table)
+        elif options.format == "csv":
+            text = output.table_csv(table)
+        else:
+            names = (series.name for run in runs for series in run.series)
+            shown_series = sort.series if sort is not None else default_sort_series(names)
+            text = output.table_text(table, label, shown_series)
+    sys.stdout.write(encodable(text, sys.stdout))
+    sys.stdout.flush()
+    return ExitCode.OK
+
+
 def _fail(message: str) -> int:
     print(f"ocms-tui: error: {printable(message)}", file=sys.stderr)
     return ExitCode.USAGE
 
 
 def _snapshot(
-    paths: list[Path], out_path: Path, size: tuple[int, int], label: str | None = None
+    paths: list[Path],
+    out_path: Path,
+    size: tuple[int, int],
+    options: argparse.Namespace,
+    label: str | None = None,
 ) -> int:
     """Render once to an SVG; a usage error when there is nothing to render or nowhere to
     write it (a FIFO, a device, a directory...: see format/output_files.py), both checked
@@ -364,7 +504,13 @@ def _snapshot(
         replace_file(
             target,
             lambda temp: save_snapshot(
-                paths, temp, size=size, **({"directory_label": label} if label else {})
+                paths,
+                temp,
+                size=size,
+                sort=options.sort,
+                top=options.top,
+                group=options.group,
+                **({"directory_label": label} if label else {}),
             ),
         )
     except OSError as error:

@@ -2,7 +2,7 @@
 
 The same bytes every time for the same code: the runs are written by ocms_tui.ui.demo with a
 fixed seed, file times and the clock are pinned, and the directory is shown as
-`ocms_metrics` (or `out` for the comparison of three runs), never as the temporary path it
+`ocms_metrics` (or `out` for the comparison of three runs, `sweep` for the sweep), never as the temporary path it
 really is in.
 """
 
@@ -24,10 +24,15 @@ SHOTS = (
     ("demo-80x24.svg", "demo", (80, 24)),
     ("problems.svg", "problems", (160, 48)),
     ("compare.svg", "compare", (160, 48)),
+    ("sweep.svg", "sweep", (160, 48)),
 )
 # The comparison: three runs of different lengths and seeds under one parent, as
 # `ocms-tui out` finds them in `out/run_{1,2,3}/ocms_metrics`.
 COMPARED_RUNS = ((800, 0), (1000, 1), (1200, 2))
+# The sweep: 4 learning rates x 15 seeds, as `ocms-tui sweep` finds them in
+# `sweep/lr_<rate>_seed<n>` (lengths differ a little, as runs of a sweep stopped at a time do).
+SWEEP_RATES = ("1e-4", "3e-4", "1e-3", "3e-3")
+SWEEP_SEEDS = 15
 
 
 def pin_times(directory: Path) -> None:
@@ -41,6 +46,13 @@ def write_run(kind: str, directory: Path) -> None:
         for index, (steps, seed) in enumerate(COMPARED_RUNS):
             run = directory / f"run_{index + 1}" / "ocms_metrics"
             write_demo_run(run, steps=steps, seed=seed)
+            pin_times(run)
+        return
+    if kind == "sweep":
+        for index in range(len(SWEEP_RATES) * SWEEP_SEEDS):
+            rate, seed = SWEEP_RATES[index % len(SWEEP_RATES)], index // len(SWEEP_RATES)
+            run = directory / f"lr_{rate}_seed{seed}"
+            write_demo_run(run, steps=300 + (index * 37) % 200, seed=100 + index)
             pin_times(run)
         return
     if kind == "demo":
@@ -62,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     options.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="ocms-screenshots-") as temporary:
         for name, kind, size in SHOTS:
-            leaf = "out" if kind == "compare" else "ocms_metrics"
+            leaf = {"compare": "out", "sweep": "sweep"}.get(kind, "ocms_metrics")
             directory = Path(temporary) / kind / leaf
             if not directory.exists():
                 write_run(kind, directory)

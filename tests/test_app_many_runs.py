@@ -11,7 +11,7 @@ from app_support import screen_lines, wait_for
 
 from ocms_tui.ui.app import OcmsApp
 from ocms_tui.ui.demo import write_demo_run
-from ocms_tui.widgets.chart_panel import MIN_PLOT_ROWS, ChartPanel
+from ocms_tui.widgets.chart_panel import DEFAULT_TOP_RUNS, MIN_PLOT_ROWS, ChartPanel
 
 RUN_NAME = "exp_2026_12_04_vla_pretrain_run{:02d}_final"
 SERIES = {"loss", "vlm_loss", "action_dit_loss", "eval_loss", "learning_rate", "epoch"}
@@ -51,12 +51,17 @@ async def test_legends_list_or_sum_up_and_plots_stay_readable(
             legend = legend_rows(panel, lines)
             listed = [row for row in legend[1:] if " · " in row]
             summary = [row for row in legend[1:] if "more series" in row]
-            assert len(listed) + len(summary) == len(legend) - 1
+            muted = [row for row in legend[1:] if "more runs, drawn grey" in row]
+            assert len(listed) + len(summary) + len(muted) == len(legend) - 1
+            # The leading runs are listed; every other run is drawn grey and counted.
+            assert len(muted) == (runs > DEFAULT_TOP_RUNS)
+            if muted:
+                assert f"+{runs - DEFAULT_TOP_RUNS} more runs" in muted[0]
             if summary:
                 left_out = int(summary[0].split("+")[1].split()[0])
-                assert len(listed) + left_out == len(panel.lines)
+                assert len(listed) + left_out == len(panel.listed)
             else:
-                assert len(listed) == len(panel.lines)
+                assert len(listed) == len(panel.listed)
             for row, line in zip(listed, panel.lines, strict=False):
                 run_part = row.split(" · ")[0]
                 assert f" · {line.label} " in row  # the series' name, whole

@@ -8,6 +8,7 @@ from pathlib import Path
 from app_support import append_rows, screen_text, wait_for, wait_for_text, write_layout
 from textual.widgets import SelectionList
 
+from ocms_tui.format.ranking import SortKey
 from ocms_tui.ui.app import OcmsApp, StateChanged
 from ocms_tui.widgets.chart_panel import ChartPanel
 from ocms_tui.widgets.run_list import RunList
@@ -47,9 +48,15 @@ async def test_a_run_appearing_under_the_parent_shows_up(tmp_path: Path) -> None
 async def test_runs_toggle_off_and_on_from_the_list(tmp_path: Path) -> None:
     for index in (1, 2, 3):
         start_run(tmp_path / f"run_{index}" / "ocms_metrics", rows=index * 10)
-    app = OcmsApp(tmp_path)
+    # Ranked highest loss first: the list in the order the runs were found (longer, lower).
+    app = OcmsApp(tmp_path, sort=SortKey.parse("-loss"))
     async with app.run_test(size=SIZE) as pilot:
         await wait_for_text(pilot, "run_3 · loss", "Runs (3/3 shown)")
+        assert [Path(key).parent.name for key in app.run_list.visible_keys] == [
+            "run_1",
+            "run_2",
+            "run_3",
+        ]
         options = app.query_one(SelectionList)
         options.focus()
         await pilot.press("down", "space")  # hide run_2

@@ -66,7 +66,7 @@ async def test_help_lists_every_key_and_legend_mark_and_scrolls_by_keys(tmp_path
 
         # Every row of the table is somewhere in the help, read by scrolling through it.
         seen = ""
-        for _ in range(40):
+        for _ in range(120):  # a line a press, until the end (the loop stops there)
             seen += screen_text(app)
             if body.scroll_y >= body.max_scroll_y:
                 break

@@ -19,6 +19,7 @@ from ocms_tui.follow.session import (
     FollowSession,
     SessionState,
 )
+from ocms_tui.format.ranking import SortKey
 
 
 class HandClock:
@@ -221,3 +222,26 @@ def test_a_burst_of_real_writes_wakes_the_thread_a_few_times_and_reads_only_that
     # Only the written file was read again: lr's panel was never asked to redraw.
     assert frozenset().union(*(state.changed for state in burst)) == {"loss"}
     assert [run.model.total_rows for run in burst[-1].runs] == [5 + writes + 5]
+
+
+def test_runs_are_ranked_by_the_sort_series_and_the_ranking_follows_new_rows(
+    tmp_path: Path,
+) -> None:
+    for name, rows in (("short", 2), ("long", 8), ("middle", 4)):
+        start_run(tmp_path / name, rows=rows)  # loss 1/(step+1): longer runs are lower
+    session, states = open_session([tmp_path], HandClock())
+    session.step()
+    ranking = states[-1].ranking
+    assert ranking.sort is not None and ranking.sort.series == "loss"  # the default
+    assert [Path(key).name for key in ranking.order] == ["long", "middle", "short"]
+    assert ranking.values == (1 / 8, 1 / 4, 1 / 2)
+    assert ranking.series == ("loss", "lr")
+    session.set_sort(SortKey.parse("-loss"))
+    assert [Path(key).name for key in states[-1].ranking.order] == ["short", "middle", "long"]
+    append_rows(tmp_path / "short" / "loss.csv", ["2,0.01"])  # now the lowest
+    session.set_sort(None)
+    session.step(everything=True)
+    assert [Path(key).name for key in states[-1].ranking.order] == ["short", "long", "middle"]
+    session.set_sort(SortKey.parse("lr"))  # says nothing: lowest first, all equal, found order
+    assert not states[-1].ranking.sort.known
+    assert [Path(key).name for key in states[-1].ranking.order] == ["long", "middle", "short"]

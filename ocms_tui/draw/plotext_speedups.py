@@ -125,8 +125,27 @@ def line_pixels(xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray,
 def _line_pixels(xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if xs.size < 2:
         return xs.copy(), ys.copy(), np.arange(xs.size)
-    x0, y0 = xs[:-1], ys[:-1]
-    dx, dy = xs[1:] - x0, ys[1:] - y0
+    line_x, line_y, segment = _segments(xs[:-1], ys[:-1], xs[1:], ys[1:])
+    line_x = np.append(line_x, xs[-1])
+    line_y = np.append(line_y, ys[-1])
+    return line_x, line_y, np.append(segment, xs.size - 1)
+
+
+def segment_pixels(
+    x0: np.ndarray, y0: np.ndarray, x1: np.ndarray, y1: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The pixels of plotext's straight lines from each (x0, y0) to its (x1, y1), both ends
+    included: separate lines (a background layer's joins between pixel columns)."""
+    line_x, line_y, _ = _segments(x0, y0, x1, y1)
+    return np.append(line_x, x1), np.append(line_y, y1)
+
+
+def _segments(
+    x0: np.ndarray, y0: np.ndarray, x1: np.ndarray, y1: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """plotext's get_line for each segment, its last point left out (the next one's first),
+    and the segment each pixel belongs to."""
+    dx, dy = x1 - x0, y1 - y0
     # get_line: max(|dx|, |dy|) + 1 points, the last one dropped (the next line's first).
     counts = np.maximum(np.abs(dx), np.abs(dy))
     steps = np.where(counts > 0, counts, 1).astype(np.float64)
@@ -135,9 +154,7 @@ def _line_pixels(xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray
     # linspace's `lower + k * slope` in float64, then int(): the same floats, the same ints.
     line_x = x0[segment] + offsets * (dx[segment] / steps[segment])
     line_y = y0[segment] + offsets * (dy[segment] / steps[segment])
-    line_x = np.append(line_x.astype(np.int64), xs[-1])
-    line_y = np.append(line_y.astype(np.int64), ys[-1])
-    return line_x, line_y, np.append(segment, xs.size - 1)
+    return line_x.astype(np.int64), line_y.astype(np.int64), segment
 
 
 def get_lines(x: list[Any], y: list[Any], *other: list[Any]) -> list[Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 import numpy as np
@@ -19,6 +20,7 @@ import plotext._utility as plotext_utility
 from ocms_tui.draw import plotext_speedups
 from ocms_tui.draw.axis_range import YAxis, y_axis
 from ocms_tui.draw.downsample import M4Memo, SharedColumns, m4
+from ocms_tui.draw.layer import LayerColumns, layer_columns, layer_pixels
 from ocms_tui.draw.pyramid import MinMaxPyramid
 from ocms_tui.draw.ticks import log_ticks, nice_ticks, spaced_ticks, tick_count, tick_labels
 
@@ -83,6 +85,9 @@ class Series:
     marker: str = MARKER
     pyramid: MinMaxPyramid | None = None  # kept for `values`: M4 in O(pixels x log n)
     rows: tuple[int, int] | None = None  # draw only these rows [start, stop): one pass
+    # Part of the background layer: every layer series is drawn as one picture of the
+    # pixels their lines light, in one colour (runs drawn muted behind the leading ones).
+    layer: bool = False
 
     @property
     def drawn_steps(self) -> np.ndarray:
@@ -162,6 +167,7 @@ class PlotLine:
     values: list[float]
     step_array: npt.NDArray[np.float64] = field(compare=False, repr=False)
     value_array: npt.NDArray[np.float64] = field(compare=False, repr=False)
+    scatter: bool = False  # points, not a line through them (the background layer)
 
 
 Ticks = tuple[tuple[float, ...], tuple[str, ...]]
@@ -250,6 +256,7 @@ class ChartCanvas:
         # columns): the M4's columns, so that a grown series is reduced again in its changed
         # columns only, and a view shown again not at all.
         self._m4_memos: dict[tuple[int, int], dict[View, M4Memo]] = {}
+        self._layer_cache: tuple[tuple[Any, ...], list[LayerColumns]] | None = None
         self.plotext_builds = 0
         """plotext builds so far: one per draw unless the canvas width was foreseen wrong."""
 
@@ -412,41 +419,46 @@ class ChartCanvas:
         if high > low:
             ticks = nice_ticks(low, high)
             x_ticks = (tuple(ticks), tuple(tick_labels(ticks)))
-        drawable: list[tuple[Series, np.ndarray, npt.NDArray[np.float64]]] = []
         memos: dict[tuple[int, int], dict[View, M4Memo]] = {}
         shared_columns: SharedColumns = {}
-        for line in series:
-            memo = None
-            if line.pyramid is not None and canvas_columns is not None:
-                memo = self._memo(line, memos, extent, canvas_columns)
-            if canvas_columns is None:
-                steps, values = line.drawn_steps, line.drawn_values
-                keep = np.isfinite(values) & (steps >= low) & (steps <= high)
-                steps, values = steps[keep], values[keep]
-            else:
-                steps, values = m4(
-                    line.steps,
-                    line.values,
-                    max(1, canvas_columns) * line.pixels_per_column,
-                    x_range=extent,
-                    x_sorted=line.steps_sorted,
-                    pyramid=line.pyramid if line.steps_sorted else None,
-                    rows=line.rows,
-                    memo=memo,
-                    shared_columns=shared_columns,
-                )
-            if values.size:
-                drawable.append((line, steps, values))
+        # Layer series (runs drawn muted) are reduced together (draw.layer), not one by one.
+        layered = [line for line in series if line.layer] if canvas_columns and high > low else []
+        columns: list[LayerColumns] = []
+        if layered:
+            columns = self._layer_columns(layered, extent, canvas_columns)
+        reduce = partial(
+            self._reduce,
+            extent=extent,
+            canvas_columns=canvas_columns,
+            memos=memos,
+            shared_columns=shared_columns,
+        )
+        drawable = reduce([line for line in series if not (line.layer and layered)])
+        layer_values = [group.values() for group in columns]
+        all_values = [values for _, _, values in drawable] + layer_values
         if canvas_columns is not None:
             self._m4_memos = memos
-        if not drawable:
+        if not any(values.size for values in all_values):
             # Nothing to draw (e.g. only non-positive values on a log axis): plotext would
             # fail on an empty log axis.
             return Plan(request, extent, data_through, canvas_columns, x_ticks, None, False, ())
         # M4 keeps each column's extremes, so the reduced values span the full y range.
-        axis = y_axis([values for _, _, values in drawable], request.log_y)
-        y_ticks = _y_ticks([values for _, _, values in drawable], request, axis)
+        axis = y_axis(all_values, request.log_y)
+        y_ticks = _y_ticks(all_values, request, axis)
         lines = []
+        if columns:
+            assert canvas_columns is not None
+            layer = self._layer_line(
+                columns,
+                [axis.drawn(values) for _, _, values in drawable],
+                axis,
+                extent,
+                request,
+                canvas_columns,
+                layered[0].color,
+            )
+            if layer is not None:
+                lines.append(layer)
         for line, steps, values in drawable:
             # Steps as floats: plotext turns them into floats anyway, and float lists take
             # the numpy path of plotext_speedups.get_matrix_data.
@@ -470,6 +482,118 @@ class ChartCanvas:
             y_ticks,
             axis.plotext_log,
             tuple(lines),
+        )
+
+    def _layer_columns(
+        self, layered: list[Series], extent: tuple[float, float], canvas_columns: int
+    ) -> list[LayerColumns]:
+        """`layer_columns` of the layer series, kept for the last data and view: a plan made
+        again (the canvas width settled, a new picture checked against the one on screen,
+        a key that leaves the layer as it is) reduces nothing again."""
+        pairs = [(line.drawn_steps, line.drawn_values) for line in layered]
+        key = (
+            tuple(extent),
+            canvas_columns,
+            tuple(
+                (_address(steps), len(steps), _address(values), len(values))
+                for steps, values in pairs
+            ),
+        )
+        if self._layer_cache is None or self._layer_cache[0] != key:
+            width = canvas_columns * MARKER_PIXELS_PER_COLUMN
+            self._layer_cache = (key, layer_columns(pairs, extent, width))
+        return self._layer_cache[1]
+
+    def _reduce(
+        self,
+        series: list[Series],
+        extent: tuple[float, float],
+        canvas_columns: int | None,
+        memos: dict[tuple[int, int], dict[View, M4Memo]],
+        shared_columns: SharedColumns,
+    ) -> list[tuple[Series, np.ndarray, npt.NDArray[np.float64]]]:
+        """Each series M4-reduced for `canvas_columns` (None: its finite points in the x
+        range), those with points left."""
+        low, high = extent
+        drawable = []
+        for line in series:
+            memo = None
+            if line.pyramid is not None and canvas_columns is not None:
+                memo = self._memo(line, memos, extent, canvas_columns)
+            if canvas_columns is None:
+                steps, values = line.drawn_steps, line.drawn_values
+                keep = np.isfinite(values) & (steps >= low) & (steps <= high)
+                steps, values = steps[keep], values[keep]
+            else:
+                steps, values = m4(
+                    line.steps,
+                    line.values,
+                    max(1, canvas_columns) * line.pixels_per_column,
+                    x_range=extent,
+                    x_sorted=line.steps_sorted,
+                    pyramid=line.pyramid if line.steps_sorted else None,
+                    rows=line.rows,
+                    memo=memo,
+                    shared_columns=shared_columns,
+                )
+            if values.size:
+                drawable.append((line, steps, values))
+        return drawable
+
+    def _layer_line(
+        self,
+        columns: list[LayerColumns],
+        drawn_values: list[npt.NDArray[np.float64]],
+        axis: YAxis,
+        extent: tuple[float, float],
+        request: PlotRequest,
+        canvas_columns: int,
+        color: RGB,
+    ) -> PlotLine | None:
+        """The background layer as one set of points: every pixel its lines light (see
+        draw.layer), each at its pixel's centre, so that plotext lights exactly those.
+        The layer's extreme values go in as they are: plotext's y limits come from every
+        value it is given. `drawn_values`: every other line's values as drawn. On plotext's
+        own log axis the pixels are mapped as plotext maps them, from the values' log10."""
+
+        def plotted(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+            if not axis.plotext_log:
+                return axis.drawn(values)
+            with np.errstate(all="ignore"):
+                return np.log10(axis.drawn(values))
+
+        drawn_values = [plotted(values) for values in drawn_values]
+        layer_values = [plotted(group.values()) for group in columns]
+        present = [values for values in [*layer_values, *drawn_values] if values.size]
+        if not any(values.size for values in layer_values):
+            return None
+        faster = plotext_speedups
+        y_limits = faster.limits(present)
+        x_limits = [float(extent[0]), float(extent[1])]
+        width = canvas_columns * MARKER_PIXELS_PER_COLUMN
+        height = (self._canvas_rows or max(1, request.height - Y_AXIS_FRAME_ROWS)) * 4
+        px, py = layer_pixels(columns, plotted, y_limits, width, height)
+        point_x = x_limits[0] + px * ((x_limits[1] - x_limits[0]) / max(1, width - 1))
+        point_y = y_limits[0] + py * ((y_limits[1] - y_limits[0]) / max(1, height - 1))
+        if axis.plotext_log:
+            point_y = 10.0**point_y
+        # Each extreme value itself, at the pixel column holding it (a pixel its span
+        # lights anyway), so that plotext finds the limits the pixels were mapped with.
+        for group in columns:
+            for values, pick in ((group.low, np.nanargmin), (group.high, np.nanargmax)):
+                shown = plotted(values)
+                if not np.isfinite(shown).any():
+                    continue
+                at = np.unravel_index(
+                    pick(np.where(np.isfinite(shown), shown, np.nan)), shown.shape
+                )
+                column_x = x_limits[0] + int(group.x[at[1]]) * (
+                    (x_limits[1] - x_limits[0]) / max(1, width - 1)
+                )
+                point_x = np.append(point_x, column_x)
+                point_y = np.append(point_y, axis.drawn(values)[at])
+        return PlotLine(
+            MARKER, color, point_x.tolist(), point_y.tolist(), point_x, point_y, scatter=True
         )
 
     def _memo(
@@ -510,7 +634,8 @@ class ChartCanvas:
         if plan.y_ticks is not None:
             figure.yticks(list(plan.y_ticks[0]), list(plan.y_ticks[1]))
         for line in plan.lines:
-            figure.plot(line.steps, line.values, marker=line.marker, color=line.color)
+            draw = figure.scatter if line.scatter else figure.plot
+            draw(line.steps, line.values, marker=line.marker, color=line.color)
         # plotext's build without its last step (the matrix as one ANSI string): the runs
         # of one colour are read off the matrix instead.
         figure._set_sizes()
@@ -546,8 +671,9 @@ class ChartCanvas:
             width, height = canvas_columns * across, self._canvas_rows * down
             x = faster.matrix_pixels(line.step_array, x_limits, width)
             y = faster.matrix_pixels(shown, y_limits, height)
-            x, y, _ = faster.line_pixels(x, y)
-            lit.append((line.marker, line.color, _lit_pixels(x, y, width, height)))
+            if not line.scatter:
+                x, y, _ = faster.line_pixels(x, y)
+            lit.append((line.marker, line.color, line.scatter, _lit_pixels(x, y, width, height)))
         key = (
             *_frame(plan),
             tuple(y_limits),
@@ -557,6 +683,11 @@ class ChartCanvas:
         )
         self._keyed = (plan, (canvas_columns, self._canvas_rows), key)
         return key
+
+
+def _address(array: np.ndarray) -> int:
+    """Where an array's data starts: equal for two views of the same unchanged buffer."""
+    return int(array.__array_interface__["data"][0])
 
 
 def _frame(plan: Plan) -> tuple[Any, ...]:

@@ -18,11 +18,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ocms_tui.follow.run_table import NOT_RANKED, Ranking, rank_runs
 from ocms_tui.follow.runs import LIVE_SECONDS, RunStatus, quiet_status
 from ocms_tui.follow.runset import RESCAN_SECONDS, OverlayChart, RunSet, TrackedRun, overlay
 from ocms_tui.follow.runset import combined_problems as all_problems
 from ocms_tui.follow.watch import DIRECTORY, Watcher, open_watcher
 from ocms_tui.format.problems import Problem
+from ocms_tui.format.ranking import SortKey
 
 # A run streaming rows is read (and shown) at most this often; the first write after a quiet
 # spell is read at once. Below the 1 s a new row may take to reach the screen, with room for
@@ -72,6 +74,7 @@ class SessionState:
     reads: int  # 0: nothing read yet
     loading: bool  # a run is still being read in slices
     idle: bool  # everything on disk is read (and this state says so)
+    ranking: Ranking = NOT_RANKED  # every run, best first by the sort series
 
     @property
     def overlaid(self) -> bool:
@@ -108,7 +111,10 @@ class FollowSession:
         monotonic: Callable[[], float] = time.monotonic,
         stale_after: float = STALE_AFTER_SECONDS,
         wait_for_first_screen: bool = False,
+        sort: SortKey | None = None,
     ) -> None:
+        """`sort`: the series runs are ranked by (None: `rank_runs` picks one)."""
+        self.sort = sort
         self.runset = RunSet(list(paths))
         self.publish = publish
         self.poll = poll
@@ -288,6 +294,11 @@ class FollowSession:
             self.hidden_runs = self.hidden_runs - {key} if shown else self.hidden_runs | {key}
             self._publish()
 
+    def set_sort(self, sort: SortKey | None) -> None:
+        with self._lock:
+            self.sort = sort
+            self._publish()
+
     def reload(self) -> None:
         self._reload_requested = True
         self._wake.set()
@@ -331,6 +342,9 @@ class FollowSession:
             reads=self._reads,
             loading=self._reads == 0 or any(run.model.loading for run in runs),
             idle=self._idle(),
+            ranking=rank_runs([(run_key(run), run.model) for run in runs], self.sort)
+            if len(runs) > 1
+            else NOT_RANKED,
         )
         self.publish(self.state)
 

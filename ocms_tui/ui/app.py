@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -22,8 +23,8 @@ from textual.containers import Horizontal, Vertical
 from textual.driver import Driver
 from textual.message import Message
 
-from ocms_tui.draw.plotting import series_color
 from ocms_tui.follow.model import RunModel
+from ocms_tui.follow.run_table import Ranking, find_series, rank_groups
 from ocms_tui.follow.runs import run_status
 from ocms_tui.follow.runset import OverlayChart, TrackedRun
 from ocms_tui.follow.session import (
@@ -35,12 +36,20 @@ from ocms_tui.follow.session import (
     run_key,
 )
 from ocms_tui.follow.watch import Watcher
+from ocms_tui.format.ranking import DEFAULT_GROUP_PATTERN, SortKey, compile_group_pattern
 from ocms_tui.ui.exit_signals import exit_on_signals, signals_noted
 from ocms_tui.ui.freeze import LayoutFreezer
 from ocms_tui.widgets.bindings import bindings
 from ocms_tui.widgets.chart_grid import ChartGrid
 from ocms_tui.widgets.chart_keys import ChartKeys
-from ocms_tui.widgets.chart_panel import ChartPanel, PanelView, SharedView
+from ocms_tui.widgets.chart_panel import (
+    DEFAULT_TOP_RUNS,
+    MUTED_COLOR,
+    ChartPanel,
+    PanelView,
+    RunView,
+    SharedView,
+)
 from ocms_tui.widgets.chart_strip import ChartStrip
 from ocms_tui.widgets.grid_message import grid_message
 from ocms_tui.widgets.help_screen import HelpScreen, octopus_runs
@@ -48,6 +57,7 @@ from ocms_tui.widgets.key_footer import KeyFooter
 from ocms_tui.widgets.keys import Scope
 from ocms_tui.widgets.problems_pane import ProblemsPane
 from ocms_tui.widgets.run_list import RunList, RunRow
+from ocms_tui.widgets.series_table import format_number
 from ocms_tui.widgets.status_bar import StatusBar
 
 
@@ -103,9 +113,15 @@ class OcmsApp(ChartKeys, App[int]):
         stale_after: float = STALE_AFTER_SECONDS,
         handle_signals: bool = False,
         session: FollowSession | None = None,
+        sort: SortKey | None = None,
+        top: int = DEFAULT_TOP_RUNS,
+        group: re.Pattern[str] | None = None,
     ) -> None:
         """`session`: one already reading `paths` (started before Textual was imported, so
-        that the first rows are read meanwhile); the app takes its states over."""
+        that the first rows are read meanwhile); the app takes its states over. Runs
+        overlaid are ranked by `sort` (None: the session picks a series); the first `top`
+        are drawn in colour. `group`: start with runs grouped by this seed pattern (`g`
+        toggles grouping, by the default pattern unless one is given)."""
         super().__init__()
         self.handle_signals = handle_signals
         # Exit signals that came after the terminal was set up but before the app could
@@ -126,7 +142,12 @@ class OcmsApp(ChartKeys, App[int]):
             clock=clock,
             stale_after=stale_after,
             wait_for_first_screen=True,
+            sort=sort,
         )
+        self.top = top
+        self.group_pattern = group or compile_group_pattern(DEFAULT_GROUP_PATTERN)
+        self.grouped = group is not None
+        self.run_view = RunView()
         self.shared = SharedView()
         self.state: SessionState | None = None
         """The state on screen (None until the first read)."""
@@ -262,17 +283,54 @@ class OcmsApp(ChartKeys, App[int]):
         self.grid.show_message(grid_message(state, self.directory_label))
         self.query_one(StatusBar).show(state.status)
         if state.overlaid:
-            self.run_list.show(self._run_rows(state))
+            self._show_run_view(state)
+            sort = state.ranking.sort
+            self.run_list.show(self._run_rows(state), sort.describe() if sort else "")
         if not state.charts:
             self.session.first_screen_shown()  # nothing to draw: no reason to wait
 
+    def _show_run_view(self, state: SessionState | None = None) -> None:
+        """Feature the leading runs of the ranking (those shown), bring the run highlighted
+        in the list to the front while the list has the focus, and tell every panel."""
+        state = state or self.state
+        if state is None:
+            return
+        ranking = state.ranking
+        featured = [key for key in ranking.order if key not in state.hidden_runs][: self.top]
+        in_list = self.focused is not None and self.focused in self.run_list.walk_children()
+        ranked_by = ranking.sort.series if ranking.sort else ""
+        if self.grouped:
+            names = {
+                run_key(run): run.name
+                for run in state.runs
+                if run_key(run) not in state.hidden_runs
+            }
+            groups = rank_groups(ranking, names, self.group_pattern)
+            view = RunView(ranked_by=ranked_by, groups=groups, top=self.top)
+        else:
+            view = RunView(
+                tuple(featured),
+                self.run_list.highlighted_key if in_list else None,
+                ranked_by,
+            )
+        if view != self.run_view:
+            self.run_view = view
+            for panel in self.grid.panels:
+                panel.show_runs(view)
+
     def _run_rows(self, state: SessionState) -> list[RunRow]:
         now = self.clock()
+        ranking = state.ranking
+        by_key = {run_key(run): run for run in state.runs}
+        ordered = [by_key[key] for key in ranking.order if key in by_key]
+        ranked = set(ranking.order)
+        ordered += [run for run in state.runs if run_key(run) not in ranked]
+        values = dict(zip(ranking.order, ranking.values, strict=True))
         return [
             RunRow(
                 key=run_key(run),
                 name=run.name,
-                color=series_color(run.color),
+                color=self.run_view.color_of(run_key(run)) or MUTED_COLOR,
                 status=run_status(run.model, now, live_seconds=self.stale_after),
                 quiet_seconds=None if run.model.last_write is None else now - run.model.last_write,
                 last_step=max(
@@ -281,8 +339,9 @@ class OcmsApp(ChartKeys, App[int]):
                 ),
                 problems=len(run.model.problems),
                 shown=run_key(run) not in state.hidden_runs,
+                value=_sort_value(run, ranking, values.get(run_key(run))),
             )
-            for run in state.runs
+            for run in ordered
         ]
 
     async def _show_charts(self, key: tuple[tuple[OverlayChart, ...], bool]) -> None:
@@ -303,6 +362,7 @@ class OcmsApp(ChartKeys, App[int]):
                 self.shared,
                 self._panel_views.setdefault(chart.name, PanelView()),
                 overlaid=overlaid,
+                runs=self.run_view,
             )
             for chart in charts
         ]
@@ -322,9 +382,34 @@ class OcmsApp(ChartKeys, App[int]):
     # -- keys --------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("runs", "filter_runs"):
+        if action in ("runs", "filter_runs", "next_sort", "group_runs"):
             return self.overlaid  # one run: no run list, and the footer as it always was
         return True
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        # Besides ChartKeys' own handler (Textual calls both): the run in front follows
+        # the focus into and out of the run list.
+        if self._screen_composed():
+            self._show_run_view()
+
+    def on_run_list_highlighted(self, event: RunList.Highlighted) -> None:
+        self._show_run_view()
+
+    def action_group_runs(self) -> None:
+        """Runs that differ only in their seed as one line (mean and min-max band), or
+        every run again."""
+        self.grouped = not self.grouped
+        self._show_run_view()
+
+    def action_next_sort(self) -> None:
+        """Rank the runs by the next series of theirs (after the last, the first again)."""
+        ranking = self.state.ranking if self.state is not None else None
+        if ranking is None or not ranking.series:
+            return
+        names = ranking.series
+        current = ranking.sort.series if ranking.sort else None
+        following = names[(names.index(current) + 1) % len(names)] if current in names else names[0]
+        self.session.set_sort(SortKey.parse(following))
 
     def action_runs(self) -> None:
         run_list = self.run_list
@@ -360,14 +445,26 @@ class OcmsApp(ChartKeys, App[int]):
         pane.display = not pane.display
 
 
+def _sort_value(run: TrackedRun, ranking: Ranking, value: float | None) -> str:
+    """A run's latest value of the sort series; a run without that series says so (it is
+    ranked last)."""
+    if ranking.sort is None:
+        return ""
+    if value is None and find_series(run.model.charts, ranking.sort.series) is None:
+        return f"no {ranking.sort.series}"
+    return format_number(value)
+
+
 def run_dashboard(
     paths: PathArgument | Sequence[PathArgument],
     poll: float | None = None,
     session: FollowSession | None = None,
+    top: int = DEFAULT_TOP_RUNS,
+    group: re.Pattern[str] | None = None,
 ) -> int:
     """Open the dashboard on `paths` (runs or parents of runs) until the user quits; returns
-    the exit code. `session`: see OcmsApp."""
-    app = OcmsApp(paths, poll=poll, handle_signals=True, session=session)
+    the exit code. `session`, `top`, `group`: see OcmsApp (the session knows the sort)."""
+    app = OcmsApp(paths, poll=poll, handle_signals=True, session=session, top=top, group=group)
     with signals_noted() as app.signals_before_mount:
         app.run()
     return app.return_code or 0

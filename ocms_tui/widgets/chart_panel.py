@@ -23,9 +23,11 @@ from ocms_tui.draw.plotting import (
     series_color,
     series_marker,
 )
-from ocms_tui.follow.model import ChartData
+from ocms_tui.follow.model import ChartData, SeriesStats
+from ocms_tui.follow.run_table import Band, band
 from ocms_tui.follow.runset import OverlayChart, RunChart
 from ocms_tui.follow.series import MAX_KEPT_PASSES, SeriesStore, pass_bounds, step_span
+from ocms_tui.follow.session import run_key
 from ocms_tui.widgets.bindings import bindings
 from ocms_tui.widgets.chart_plot import ChartPlot
 from ocms_tui.widgets.keys import Scope
@@ -66,31 +68,95 @@ class Line:
     color: RGB
     marker: str
     run: str = ""  # runs overlaid: the run's name (untrusted)
+    muted: bool = False  # drawn behind, in MUTED_COLOR, and not listed in the legend
+    # Runs grouped: every member run's chart holding the series; the line is their mean,
+    # with the min-max band around it (`source` is the first of them).
+    group: tuple[RunChart, ...] = ()
 
 
-# A panel draws and lists at most this many lines: a chart may declare up to 1,000 series,
-# and a legend row plus a plotted line each would freeze the screen for seconds.
-MAX_PANEL_LINES = 24
+# Runs overlaid: the leading few are drawn in colour and listed; every other run is drawn
+# behind them in this grey (it reads on dark and light themes), summed up in one legend line.
+MUTED_COLOR: RGB = (118, 118, 118)
+DEFAULT_TOP_RUNS = 5
 
 
-def series_count(overlay: OverlayChart) -> int:
-    return sum(len(source.chart.y_axis) for source in overlay.sources)
+@dataclass(frozen=True)
+class RunView:
+    """How runs overlaid are shown, the same in every panel (the app owns it). `featured`:
+    the run keys in colour and in the legend, best first (a colour per place); every other
+    run is drawn muted. `highlighted`: a run brought to the front (the run list's highlighted
+    run), in the next colour if it is not featured."""
+
+    featured: tuple[str, ...] = ()
+    highlighted: str | None = None
+    ranked_by: str = ""  # the series the runs are ranked by ("": in the order found)
+    # Runs grouped (seeds as one line): (group name, member run keys), best first; the
+    # first `top` in colour with their band, the others' means grey.
+    groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    top: int = DEFAULT_TOP_RUNS
+
+    def color_of(self, key: str) -> RGB | None:
+        """The run's colour, None when it is drawn muted."""
+        if key in self.featured:
+            return series_color(self.featured.index(key))
+        if key == self.highlighted:
+            return series_color(len(self.featured))
+        return None
 
 
-def panel_lines(overlay: OverlayChart, overlaid: bool) -> tuple[Line, ...]:
-    """One run: a colour per series. Runs overlaid: a colour per run, a marker per series,
-    labels naming run and series. The first MAX_PANEL_LINES only."""
-    lines: list[Line] = []
-    for source in overlay.sources:
+def panel_lines(
+    overlay: OverlayChart, overlaid: bool, runs: RunView | None = None
+) -> tuple[Line, ...]:
+    """One run: a colour per series, every series. Runs overlaid: the featured runs first, in
+    their order, a colour per run and a marker per series, labels naming run and series;
+    then the highlighted run, then every other run's series, muted."""
+    if not overlaid:
+        return tuple(
+            Line(source, index, name, series_color(index), MARKER)
+            for source in overlay.sources
+            for index, name in enumerate(source.chart.y_axis)
+        )
+    runs = runs or RunView()
+    if runs.groups:
+        return group_lines(overlay, runs)
+    places = {key: place for place, key in enumerate(runs.featured)}
+    if runs.highlighted is not None and runs.highlighted not in places:
+        places[runs.highlighted] = len(places)
+    listed: list[Line] = []
+    muted: list[Line] = []
+    for source in sorted(overlay.sources, key=lambda s: places.get(run_key(s.run), len(places))):
+        color = runs.color_of(run_key(source.run))
         for index, name in enumerate(source.chart.y_axis):
-            if len(lines) == MAX_PANEL_LINES:
-                break
-            if overlaid:
-                color, marker = series_color(source.run.color), series_marker(index)
-                lines.append(Line(source, index, name, color, marker, source.run.name))
+            if color is None:
+                muted.append(Line(source, index, name, MUTED_COLOR, MARKER, source.run.name, True))
             else:
-                lines.append(Line(source, index, name, series_color(index), MARKER))
-    return tuple(lines)
+                marker = series_marker(index)
+                listed.append(Line(source, index, name, color, marker, source.run.name))
+    return (*listed, *muted)
+
+
+def group_lines(overlay: OverlayChart, runs: RunView) -> tuple[Line, ...]:
+    """One line per group and series: the leading `runs.top` groups in colour, the others
+    muted (their means only)."""
+    by_key = {run_key(source.run): source for source in overlay.sources}
+    listed: list[Line] = []
+    muted: list[Line] = []
+    for place, (name, keys) in enumerate(runs.groups):
+        members = [by_key[key] for key in keys if key in by_key]
+        if not members:
+            continue
+        featured = place < runs.top
+        color = series_color(place) if featured else MUTED_COLOR
+        label = f"{name} ({len(keys)} run{'s' if len(keys) > 1 else ''})"
+        series_names = dict.fromkeys(n for member in members for n in member.chart.y_axis)
+        for number, series_name in enumerate(series_names):
+            carriers = tuple(m for m in members if series_name in m.chart.y_axis)
+            first = carriers[0]
+            index = first.chart.y_axis.index(series_name)
+            marker = series_marker(number) if featured else MARKER
+            line = Line(first, index, series_name, color, marker, label, not featured, carriers)
+            (listed if featured else muted).append(line)
+    return (*listed, *muted)
 
 
 @dataclass
@@ -128,11 +194,13 @@ class ChartPanel(Vertical, can_focus=True):
         shared: SharedView,
         view: PanelView,
         overlaid: bool = False,
+        runs: RunView | None = None,
     ) -> None:
         super().__init__()
         self.overlay = overlay
         self.overlaid = overlaid
-        self.lines = panel_lines(overlay, overlaid)
+        self.runs = runs or RunView()
+        self.lines = panel_lines(overlay, overlaid, self.runs)
         self.shared = shared
         self.view = view
         self.plot = ChartPlot(self._series_for_plot)
@@ -152,12 +220,32 @@ class ChartPanel(Vertical, can_focus=True):
         return self.overlay.name
 
     @property
+    def listed(self) -> tuple[Line, ...]:
+        """The lines in the legend (every line but the muted ones), first in `lines`."""
+        return tuple(line for line in self.lines if not line.muted)
+
+    @property
+    def muted_runs(self) -> int:
+        """Runs (or groups) drawn grey."""
+        return len({line.run for line in self.lines if line.muted})
+
+    def show_runs(self, runs: RunView) -> None:
+        """Other runs featured, or another highlighted: lines, legend and plot anew."""
+        if runs == self.runs:
+            return
+        self.runs = runs
+        self.lines = panel_lines(self.overlay, self.overlaid, runs)
+        self.view.hidden = set()  # the numbers 1-9 name other lines now
+        self.redraw()
+
+    @property
     def min_height(self) -> int:
         """Rows this panel needs: border, plot, the legend's header and its lines, up to
         MIN_LEGEND_LINES (0 for one run: the grid's own minimum fits its legends)."""
         if not self.overlaid:
             return 0
-        return 2 + MIN_PLOT_ROWS + 1 + min(len(self.lines), MIN_LEGEND_LINES)
+        more = 1 if self.muted_runs else 0
+        return 2 + MIN_PLOT_ROWS + 1 + min(len(self.listed), MIN_LEGEND_LINES) + more
 
     @property
     def chart(self) -> ChartData:
@@ -176,10 +264,16 @@ class ChartPanel(Vertical, can_focus=True):
         self.show_new_data()
 
     def on_resize(self) -> None:
-        # The legend gets what the plot's minimum leaves; the rest of it is summed up.
+        self._fit_legend()
+
+    def _fit_legend(self) -> None:
+        """The legend gets what the plot's minimum leaves; the rest of it is summed up.
+        Fitted again whenever it changes (other runs featured), not only on a resize."""
+        if not self.content_size.height:
+            return  # not laid out yet: fitted on the first resize
         plot_rows = MIN_PLOT_ROWS if self.overlaid else MIN_SINGLE_RUN_PLOT_ROWS
-        spare = self.content_size.height - plot_rows - 1
-        self.table.limit(max(2, spare) if spare < len(self.lines) else None)
+        spare = self.content_size.height - plot_rows - 1 - (1 if self.muted_runs else 0)
+        self.table.limit(max(2, spare) if spare < len(self.listed) else None)
 
     def on_focus(self) -> None:
         self._prepare_later()
@@ -201,8 +295,11 @@ class ChartPanel(Vertical, can_focus=True):
         self._prepare_timer = None
         self.prepared_ahead += 1
         self.prepare_next_smoothing()
-        self.prepare_next_zoom()
-        self.prepare_maximised()
+        if not self.muted_runs:
+            # A grey layer is reduced for one view at a time (draw.layer): a view made ahead
+            # would cost the UI thread a reduction of every grey run, then be dropped.
+            self.prepare_next_zoom()
+            self.prepare_maximised()
 
     def show_new_data(self) -> None:
         """The charts have new rows (or were reset): new numbers now, a new plot at the
@@ -253,7 +350,7 @@ class ChartPanel(Vertical, can_focus=True):
         self.plot.prepare(self._shown_range(self.shared.zoom), size)
 
     def toggle_series(self, index: int) -> bool:
-        if not 0 <= index < len(self.lines):
+        if not 0 <= index < len(self.listed):
             return False
         self.view.hidden ^= {index}
         self.redraw()
@@ -325,31 +422,36 @@ class ChartPanel(Vertical, can_focus=True):
         return title
 
     def _show_table(self) -> None:
+        self._fit_legend()
         rows = [
             SeriesRow(
                 line.label,
                 line.color,
-                line.source.chart.stats(line.index),
+                self._group_stats(line) if line.group else line.source.chart.stats(line.index),
                 number in self.view.hidden,
                 line.marker,
                 line.run,
             )
-            for number, line in enumerate(self.lines)
+            for number, line in enumerate(self.listed)
         ]
         steps = [chart.last_step for chart in self.charts if chart.last_step is not None]
+        muted = self.muted_runs
+        more = ""
+        if muted:
+            ranked = f" (ranked by {self.runs.ranked_by})" if self.runs.ranked_by else ""
+            kind = "group" if self.runs.groups else "run"
+            more = f"+{muted:,} more {kind}{'s' if muted > 1 else ''}, drawn grey{ranked}"
         self.table.show(
             rows,
             max(steps, default=None),
             sum(chart.rows for chart in self.charts),
             max(chart.passes for chart in self.charts),
+            more,
         )
 
     def _subtitle(self) -> Text | None:
         """The view settings in effect (the data's step and rows head the legend)."""
         parts = []
-        total = series_count(self.overlay)
-        if total > len(self.lines):
-            parts.append(f"first {len(self.lines)} of {total:,} series")
         passes = max(chart.passes for chart in self.charts)
         if passes > 1:
             parts.append("run restarted: earlier passes dotted")
@@ -363,8 +465,11 @@ class ChartPanel(Vertical, can_focus=True):
         stores = {id(chart): chart.drawn() for chart in self.charts}
         all_steps = {key: store.steps() for key, store in stores.items()}
         series = []
-        for number, line in enumerate(self.lines):
+        for number, line in self._drawing_order():
             if number in self.view.hidden:
+                continue
+            if line.group:
+                series.extend(self._group_series(line))
                 continue
             store = stores[id(line.source.chart)]
             steps = all_steps[id(line.source.chart)]
@@ -389,10 +494,56 @@ class ChartPanel(Vertical, can_focus=True):
                         marker=line.marker if latest else EARLIER_PASS_MARKER,
                         pyramid=shown.pyramid,
                         rows=None if len(passes) == 1 else (start, stop),
+                        layer=line.muted,
                     )
                 )
         spans = [_span(stores[key], steps) for key, steps in all_steps.items()]
         return series, self.view.log_y, _x_range(spans, self.shared.zoom)
+
+    def _band(self, line: Line) -> Band | None:
+        """The group's mean and min-max of the line's series, at the view's smoothing and
+        axis (each member's own view of it)."""
+        pairs = []
+        for member in line.group:
+            store = member.chart.drawn()
+            index = member.chart.y_axis.index(line.label)
+            steps, values = store.steps(), store.values(index)
+            rows = min(len(steps), len(values))
+            shown = store.shown(index, self.view.smoothing, self.view.log_y)
+            pairs.append((steps[:rows], shown.values(values[:rows])))
+        return band(pairs)
+
+    def _group_series(self, line: Line) -> list[Series]:
+        found = self._band(line)
+        if found is None:
+            return []
+        ordered = bool(np.all(np.diff(found.steps) >= 0))
+        mean = Series(found.steps, found.mean, line.color, ordered, line.marker, layer=line.muted)
+        if line.muted or len(line.group) < 2:
+            return [mean]
+        edges = [
+            Series(found.steps, edge, line.color, ordered, EARLIER_PASS_MARKER)
+            for edge in (found.low, found.high)
+        ]
+        return [*edges, mean]
+
+    def _group_stats(self, line: Line) -> SeriesStats:
+        """The legend's numbers of a group: those of its mean."""
+        found = self._band(line)
+        return SeriesStats() if found is None else SeriesStats().updated(found.steps, found.mean)
+
+    def _drawing_order(self) -> list[tuple[int, Line]]:
+        """Later lines are drawn over earlier ones. Runs overlaid: the muted runs first, then
+        the featured runs from the last to the best, the highlighted run last of all."""
+        numbered = list(enumerate(self.lines))
+        if not self.overlaid:
+            return numbered  # one run: its series in their order, as they always were
+        muted = [item for item in numbered if item[1].muted]
+        listed = [item for item in numbered if not item[1].muted]
+        front = self.runs.highlighted
+        in_front = [item for item in listed if run_key(item[1].source.run) == front]
+        behind = [item for item in listed if run_key(item[1].source.run) != front]
+        return [*muted, *reversed(behind), *in_front]
 
     def _shown_range(self, zoom: int) -> tuple[float, float] | None:
         stores = [chart.drawn() for chart in self.charts]

@@ -126,13 +126,26 @@ KEYS: tuple[Key, ...] = (
         footer="Runs",
     ),
     Key(
+        "o",
+        "rank the runs by the next series (the run list shows its latest value, best first; "
+        "the leading runs are drawn in colour, the others grey)",
+        _one("o", "next_sort"),
+    ),
+    Key(
+        "g",
+        "runs that differ only in their seed (--group REGEX, default seed\\d+) as one line: "
+        "the mean, with the min-max band dotted; again: every run",
+        _one("g", "group_runs"),
+    ),
+    Key(
         "/",
         "filter the run list by typing (enter: into the list, escape: back to the charts)",
         _one("slash", "filter_runs"),
     ),
     Key(
         "space / enter",
-        "in the run list: show / hide the highlighted run's lines",
+        "in the run list: show / hide the highlighted run's lines (the highlighted run is "
+        "drawn in front, in colour)",
         scope=Scope.RUN_LIST,
     ),
     Key("ctrl+p", "command palette (themes: light and dark)", scope=Scope.SYSTEM),

@@ -42,8 +42,9 @@ class SeriesRow:
     run: str = ""  # runs overlaid: the run's short name (untrusted), shortened before `name`
 
 
-_State = tuple[tuple[SeriesRow, ...], int | None, int, int, int, int]
-"""What a layout of the table follows from: rows, last step, row count, width, lines, passes."""
+_State = tuple[tuple[SeriesRow, ...], int | None, int, int, int, int, str]
+"""What a layout of the table follows from: rows, last step, row count, width, lines, passes,
+the line about runs not listed."""
 
 
 class SeriesTable(Widget):
@@ -60,6 +61,7 @@ class SeriesTable(Widget):
         self._last_step: int | None = None
         self._total_rows = 0
         self._passes = 1
+        self._more = ""
         self.max_lines: int | None = None
         """Series lines the panel can spare (None: all); the rest are summed up in one."""
         self._laid_out: _State | None = None
@@ -83,15 +85,17 @@ class SeriesTable(Widget):
         last_step: int | None,
         total_rows: int,
         passes: int = 1,
+        more: str = "",
     ) -> None:
         """`passes` > 1: the run started again that many times over; the numbers are those
-        of the latest pass, and the header says so. Unchanged numbers repaint nothing, and
-        new ones only the lines they are on (at 10 rows/s the header and latest values)."""
-        shown = (self._rows, self._last_step, self._total_rows, self._passes)
-        if shown == (tuple(rows), last_step, total_rows, passes):
+        of the latest pass, and the header says so. `more`: a last line about what is drawn
+        but not listed (runs drawn muted). Unchanged numbers repaint nothing, and new ones
+        only the lines they are on (at 10 rows/s the header and latest values)."""
+        shown = (self._rows, self._last_step, self._total_rows, self._passes, self._more)
+        if shown == (tuple(rows), last_step, total_rows, passes, more):
             return
         self._rows, self._last_step, self._total_rows = tuple(rows), last_step, total_rows
-        self._passes = passes
+        self._passes, self._more = passes, more
         if self._fit_height() or not self.region or self._laid_out is None:
             self.refresh()
             return
@@ -119,7 +123,7 @@ class SeriesTable(Widget):
         """True when the height changed."""
         # One line per series shown plus the header: fixed, so that new numbers repaint this
         # table only instead of laying the whole screen out again.
-        height = self.lines_shown + 1
+        height = self.lines_shown + 1 + (1 if self._more else 0)
         if self.styles.height is None or self.styles.height.value != height:
             self.styles.height = height
             return True
@@ -137,13 +141,21 @@ class SeriesTable(Widget):
         another number of lines, a line too wide to paint alone)."""
         width = self.content_size.width
         lines = self.lines_shown
-        state = (self._rows, self._last_step, self._total_rows, width, lines, self._passes)
+        state = (
+            self._rows,
+            self._last_step,
+            self._total_rows,
+            width,
+            lines,
+            self._passes,
+            self._more,
+        )
         if state == self._laid_out:
             return []
         before, laid_out = self._lines, self._laid_out
         self._laid_out = state
         self._lines = _table_lines(
-            self._rows, self._last_step, self._total_rows, width, lines, self._passes
+            self._rows, self._last_step, self._total_rows, width, lines, self._passes, self._more
         )
         fitted, self._fits = self._fits, all(line.cell_len <= width for line in self._lines)
         if (
@@ -218,6 +230,7 @@ def _table_lines(
     width: int,
     lines_shown: int | None = None,
     passes: int = 1,
+    more: str = "",
 ) -> list[Text]:
     """Legend plus numbers under a header with the chart's latest step and row count, laid
     out here rather than by rich's Table: this repaints every few seconds while a run is
@@ -295,6 +308,10 @@ def _table_lines(
         lines.append(line)
     if left_out:
         lines.append(_summary(left_out, width))
+    if more:
+        note = Text(f"   {more}", style="dim")
+        note.truncate(max(1, width), overflow="ellipsis")
+        lines.append(note)
     return lines
 
 

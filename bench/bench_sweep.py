@@ -1,0 +1,164 @@
+"""A sweep as a person meets it: `python -m ocms_tui SWEEP` in tmux at 160x48, read off the
+screen (bench_screen's harness), against one run holding as many rows.
+
+- complete on screen: from the command's start until the status line counts every row of
+  every run and no longer says loading, and every legend on screen shows the last step;
+  500 runs x 6 charts x 2,000 rows against one run of 6 x 1,000,000 rows (the same rows),
+  launched alternately so both meet the same machine (it is shared: the ratio is the figure);
+- keys on the sweep: from `send-keys` until the screen stops changing, p50 and max;
+- memory: the dashboard's peak resident set (VmHWM) on the sweep;
+- 2,000 runs x 6 charts x 500 rows: found and drawn (complete on screen as above).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import shutil
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from bench_screen import KEYS, Screen, TmuxDashboard, _percentile, _settle
+from common import Row, Sizes, make_row, not_measured, seconds
+from data import RUN_CHARTS, Workspace, write_run
+
+CHARTS = len(RUN_CHARTS)
+
+
+def write_sweep(root: Path, runs: int, rows: int) -> Path:
+    """`runs` finished runs named like a sweep (`lr_<i>_seed<j>`), each of every chart."""
+    if root.exists():
+        return root
+    for index in range(runs):
+        write_run(root / f"lr_{index % 50}_seed{index // 50}", rows, seed=index)
+    return root
+
+
+def _complete(total_rows: int, last_step: int) -> Callable[[Screen], bool]:
+    every_row = f"{total_rows:,} rows"
+
+    def done(screen: Screen) -> bool:
+        status = screen.lines[0] if screen.lines else ""
+        steps = screen.steps
+        return (
+            every_row in status
+            and "loading" not in status
+            and bool(steps)
+            and min(steps) == last_step
+            and bool(screen.plot)
+        )
+
+    return done
+
+
+def _launch(directory: Path, total_rows: int, last_step: int, keys: int = 0) -> dict[str, object]:
+    """One launch: seconds to complete on screen, then `keys` rounds of the keys, peak RSS."""
+    screen = TmuxDashboard(directory)
+    try:
+        done = screen.wait_for(_complete(total_rows, last_step), timeout=600)
+        result: dict[str, object] = {"complete": done.at - screen.started}
+        pressed: list[float] = []
+        time.sleep(1.0)
+        for _ in range(keys):
+            for key, _label in KEYS:
+                try:
+                    pressed.append(_settle(screen, key))
+                except AssertionError:  # nothing changed within _settle's wait: counted
+                    pressed.append(math.inf)
+        result["keys"] = pressed
+        result["rss_mb"] = _peak_rss_mb(screen.pid)
+    finally:
+        screen.close()
+        _end(screen.pid)
+    return result
+
+
+def _end(pid: int) -> None:
+    """A dashboard still busy drawing may not have answered `q` nor the hang-up of its
+    closed pane: ended here, or it would draw on, unseen, through the next launches."""
+    for _ in range(50):
+        if not os.path.exists(f"/proc/{pid}"):
+            return
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _peak_rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def run(sizes: Sizes, workspace: Workspace) -> list[Row]:
+    if shutil.which("tmux") is None:
+        return [not_measured("sweep figures (tmux)", "-", "needs tmux on PATH")]
+    tiny = sizes.is_tiny
+    runs, rows = (20, 200) if tiny else (500, 2_000)
+    big_rows = runs * rows  # one run holding as many rows per chart
+    many_runs, many_rows = (50, 50) if tiny else (2_000, 500)
+    sweep = write_sweep(workspace.root / f"sweep-{runs}x{rows}", runs, rows)
+    single = workspace.run(big_rows)
+    launches = 1 if tiny else 2
+    sweep_results, single_results = [], []
+    for _ in range(launches):  # alternately, so that both meet the same machine
+        sweep_results.append(_launch(sweep, runs * rows * CHARTS, rows - 1))
+        single_results.append(_launch(single, big_rows * CHARTS, big_rows - 1))
+    keyed = _launch(sweep, runs * rows * CHARTS, rows - 1, keys=1 if tiny else 2)
+    many = write_sweep(workspace.root / f"sweep-{many_runs}x{many_rows}", many_runs, many_rows)
+    many_result = _launch(many, many_runs * many_rows * CHARTS, many_rows - 1)
+    where = "`python -m ocms_tui` in tmux 160x48"
+    sweep_time = _percentile([float(r["complete"]) for r in sweep_results], 0.5)  # type: ignore[arg-type]
+    single_time = _percentile([float(r["complete"]) for r in single_results], 0.5)  # type: ignore[arg-type]
+    ratio = sweep_time / single_time
+    keys: list[float] = keyed["keys"]  # type: ignore[assignment]
+    p50, longest = _percentile(keys, 0.5), max(keys)
+    unanswered = sum(math.isinf(key) for key in keys)
+    rss = float(keyed["rss_mb"])  # type: ignore[arg-type]
+    many_time = float(many_result["complete"])  # type: ignore[arg-type]
+    return [
+        make_row(
+            f"sweep complete on screen, {runs} runs x {CHARTS} x {rows:,} rows vs one run of"
+            f" {CHARTS} x {big_rows:,} ({where})",
+            seconds(sweep_time),
+            seconds(single_time),
+            ratio,
+            "ratio <= 1.5",
+            ratio <= 1.5,
+            f"medians of {launches} alternating launches; complete = every row counted, not"
+            " loading, every legend on screen at the last step",
+        ),
+        make_row(
+            f"keys on the sweep of {runs} runs ({where})",
+            f"p50 {seconds(p50)}, max {seconds(longest)}",
+            "-",
+            None,
+            "p50 <= 150 ms, max <= 300 ms",
+            p50 <= 0.150 and longest <= 0.300,
+            f"{len(keys)} presses of {', '.join(label for _, label in KEYS)};"
+            f" settled = no change for 0.6 s; {unanswered} changed nothing within 5 s (inf)",
+        ),
+        make_row(
+            f"peak memory on the sweep of {runs} runs ({where})",
+            f"{rss:,.0f} MB",
+            "-",
+            None,
+            "<= 1 GB",
+            rss <= 1024,
+            "VmHWM of the dashboard process after the keys",
+        ),
+        make_row(
+            f"{many_runs:,} runs x {CHARTS} x {many_rows} rows found and drawn ({where})",
+            seconds(many_time),
+            "-",
+            None,
+            "<= 10 s",
+            many_time <= 10.0,
+            "complete on screen as above",
+        ),
+    ]

@@ -1,0 +1,77 @@
+"""The background layer (runs drawn muted): many series drawn as one set of pixels light
+exactly the pixels their own lines would, on linear, scaled and log axes, zoomed or not."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from plotext._figure import _figure_class
+
+from ocms_tui.draw.layer import layer_columns
+from ocms_tui.draw.plotting import ChartCanvas, PlotRequest, Series
+
+GREY = (118, 118, 118)
+
+
+def curves(count: int, rows: int = 2_000, scale: float = 1.0, gaps: bool = False) -> list:
+    """Noisy walks, each in its own band of values (lines that never share a cell: plotext
+    draws a cell shared by two lines as the last one's, the layer as both)."""
+    rng = np.random.default_rng(7)
+    steps = np.arange(rows, dtype=np.int64) * 10
+    made = []
+    for index in range(count):
+        values = (1 + index + np.cumsum(rng.standard_normal(rows)) * 0.002) * scale
+        if gaps:
+            values[rng.random(rows) < 0.5] = np.nan
+        made.append((steps, values))
+    return made
+
+
+def pictures(pairs: list, request: PlotRequest, leader: bool) -> tuple[str | None, str | None]:
+    def build(layer: bool) -> str | None:
+        series = [Series(s, v, GREY, steps_sorted=True, layer=layer) for s, v in pairs]
+        if leader:
+            steps = pairs[0][0]
+            values = 1.5 + 0.3 * np.sin(steps / 2_000.0)
+            series.append(Series(steps, values * (pairs[0][1][0] / 1.0), (0, 130, 200), True))
+        return ChartCanvas(_figure_class()).build(series, request)
+
+    return build(True), build(False)
+
+
+@pytest.mark.parametrize("log_y", [False, True])
+@pytest.mark.parametrize("leader", [False, True])
+@pytest.mark.parametrize("scale", [1.0, 1e-9])  # 1e-9: the axis is scaled (x 1e-9)
+def test_the_layer_draws_the_pictures_its_lines_would(
+    log_y: bool, leader: bool, scale: float
+) -> None:
+    layered, separate = pictures(curves(4, scale=scale), PlotRequest(60, 15, log_y=log_y), leader)
+    assert layered is not None and layered == separate
+
+
+def test_zoomed_sparse_and_with_gaps() -> None:
+    pairs = curves(3, rows=300, gaps=True)
+    request = PlotRequest(70, 14, x_range=(1_000.0, 2_500.0))
+    layered, separate = pictures(pairs, request, leader=False)
+    assert layered is not None and layered == separate
+
+
+def test_runs_with_other_steps_are_reduced_apart() -> None:
+    first = curves(2, rows=100)
+    other = [(np.arange(50, dtype=np.int64) * 7, np.linspace(5.0, 6.0, 50))]
+    columns = layer_columns([*first, *other], (0.0, 990.0), 40)
+    assert len(columns) == 2  # the two runs sharing steps together, the other apart
+    assert columns[0].low.shape[0] == 2 and columns[1].low.shape[0] == 1
+    layered, separate = pictures([*first, *other], PlotRequest(50, 12), leader=False)
+    assert layered == separate
+
+
+def test_a_series_with_no_finite_value_draws_nothing_and_breaks_nothing() -> None:
+    steps = np.arange(10, dtype=np.int64)
+    empty = (steps, np.full(10, np.nan))
+    layered, separate = pictures([empty, *curves(1, rows=10)], PlotRequest(40, 10), False)
+    assert layered == separate
+    only_empty = ChartCanvas(_figure_class()).build(
+        [Series(steps, np.full(10, np.nan), GREY, True, layer=True)], PlotRequest(40, 10)
+    )
+    assert only_empty is None
