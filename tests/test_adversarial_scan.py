@@ -123,7 +123,14 @@ def test_init_does_not_block_on_a_script_replaced_by_a_fifo(tmp_path: Path) -> N
     outcomes: list[object] = []
     editor = threading.Thread(
         target=lambda: outcomes.append(
-            scaffold.edit_script(project, "train.py", result.sites, "custom", None, [])
+            scaffold.edit_script(
+                project,
+                "train.py",
+                result.sites,
+                "custom",
+                None,
+                scaffold.InitPlan(project, result),
+            )
         ),
         daemon=True,
     )
@@ -150,7 +157,12 @@ def test_init_does_not_write_an_output_dir_expression_the_script_cannot_evaluate
     for expression in ("output_dir", "args.output_dir"):  # a parameter; a module global
         assert (
             scaffold.edit_script(
-                project, "train.py", scan_project(project).sites, "custom", expression, []
+                project,
+                "train.py",
+                scan_project(project).sites,
+                "custom",
+                expression,
+                scaffold.InitPlan(project, scan_project(project)),
             )[1].count(f"output_dir={expression}".encode())
             == 1
         )
@@ -166,8 +178,9 @@ def test_init_on_nesting_python_accepts_but_libcst_recurses_over(tmp_path: Path)
     )
     before = (tmp_path / "train.py").read_bytes()
     result = run_cli("init", str(tmp_path), "--write", "--force")
-    assert "Traceback" not in result.stderr and result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr and result.returncode == 1, result.stderr
     assert "train.py: not edited: nested too deeply for libcst" in result.stdout
+    assert "wired nothing for the training script(s) train.py" in result.stderr
     assert (tmp_path / "train.py").read_bytes() == before
 
 
@@ -187,8 +200,8 @@ def test_init_adds_no_call_that_reads_a_lambdas_or_comprehensions_own_variables(
         project.mkdir()
         (project / "train.py").write_text("import wandb\n" + body)
         result = run_cli("init", str(project), "--write", "--force")
-        assert result.returncode == 0, result.stderr
-        assert "train.py: not edited: the call added after line 2 would read" in result.stdout
+        assert result.returncode == 1, result.stderr  # it wired nothing, and says so
+        assert "train.py:2: not wired: the call would read" in result.stdout
         assert (project / "train.py").read_text() == "import wandb\n" + body
     plain = tmp_path / "plain"  # the same call in a plain loop is still edited
     plain.mkdir()

@@ -195,14 +195,16 @@ def test_a_site_inside_a_one_line_statement_is_reported_not_half_edited(tmp_path
         "    wandb.log({'eval_loss': 1}, step=step)\n"
     )
     plan = scaffold.plan_init(tmp_path)
-    assert "train.py:3: not edited (add the call by hand)" in plan.notes
+    assert "train.py:3: not wired: on the same line as its `if`/`for` (a one-line block)" in (
+        plan.not_wired
+    )
     assert "    ocms_log(step, {'eval_loss': 1})\n" in edited_text(plan, "train.py")
     (tmp_path / "train.py").write_text(
         "import wandb\ndef fit(step, ok):\n    if ok: wandb.log({'loss': 1}, step=step)\n"
     )
     plan = scaffold.plan_init(tmp_path)
     assert not [change for change in plan.pending if change.path.name == "train.py"]
-    assert any("no site is a statement" in note for note in plan.notes)
+    assert plan.wired_nothing and "train.py: nothing wired (see below)" in plan.notes
 
 
 def test_links_are_never_written_through(tmp_path: Path) -> None:
@@ -308,7 +310,7 @@ def test_usage_errors_and_nothing_found(tmp_path: Path) -> None:
 
 def test_names_in_the_diff_cannot_drive_the_terminal(tmp_path: Path) -> None:
     (tmp_path / "t\x1b[2J.py").write_text(
-        "def f(step, loss):\n    print(f'loss={loss} \x1b[31m')\n"
+        "def f(step, loss):\n    loss.backward()\n    print(f'loss={loss} \x1b[31m')\n"
     )
     completed = run_init(str(tmp_path))
     assert completed.returncode == 0, completed.stderr

@@ -259,7 +259,7 @@ def test_a_printed_step_is_the_step_init_records(tmp_path: Path) -> None:
     assert [(s.step, s.values) for s in sites] == [
         ("state.done", (("acc", "n"), ("loss", "loss"))),
         ("state.iteration", (("loss", "loss"),)),
-        (None, ()),
+        (None, (("loss", "loss"),)),  # `loss %.2f`: the word before the value labels it
     ]
 
 
@@ -284,7 +284,7 @@ def test_unparsable_binary_huge_and_undecodable_files_are_reported(tmp_path: Pat
     assert reasons["latin.py"].startswith("cannot decode")
     assert reasons["deep.py"].startswith("does not parse")
     assert [(s.file, s.keys) for s in result.sites] == [
-        ("cookie.py", ("loss",)),
+        ("cookie.py", ("café_loss",)),
         ("good.py", ("loss",)),
     ]
     text = scan.format_text(result)
