@@ -155,8 +155,12 @@ def run_init(
         )
         return ExitCode.PROBLEMS
     if not plan.pending:
-        say("nothing to change: the project is already set up\n")
-        return ExitCode.OK
+        if any(note.endswith(": already set up") for note in plan.notes):
+            say("nothing to change: the project is already set up\n")
+            return ExitCode.OK
+        say(report)
+        say("ocms-tui init: nothing wired; nothing written\n", sys.stderr)
+        return ExitCode.PROBLEMS
     say(render_diff(plan))
     say(report)
     if not write:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -46,16 +47,17 @@ from ocms_tui.onboard.scan import (
 from ocms_tui.onboard.scan_sites import (
     HF_TRAINER,
     LIGHTNING_CLI,
-    LOGGER,
-    PRINT,
     LIGHTNING_TRAINER,
+    LOGGER,
     MM_CUSTOM_HOOKS,
     MM_DEFAULT_HOOKS,
+    PRINT,
     Site,
 )
 from ocms_tui.onboard.steps import ADDED_COUNTER
 
 # Scripts that do not train, by their name: left alone (their sites are listed).
+TRAINING_NAME = re.compile(r"train|main|finetun|fit|run_")
 NOT_TRAINING = ("bench", "sample", "generate", "inference", "predict", "demo", "test_", "conftest")
 
 
@@ -285,7 +287,7 @@ def _left_alone(project: Path, file: str, sites: Sequence[Site]) -> str | None:
         return (
             "its name says it does not train (benchmark, sampling, tests); edit by hand if it does"
         )
-    if any(site.kind not in (PRINT, LOGGER) for site in sites):
+    if any(site.kind not in (PRINT, LOGGER) for site in sites) or TRAINING_NAME.search(name):
         return None
     try:
         module = ast.parse(read_project_file(project / file))
@@ -337,6 +339,8 @@ def plan_init(project: Path, output_dir_expr: str | None = None) -> InitPlan:
             edits.append(FileChange(project / file, *outcome))
             if framework == "mmengine":
                 plan.hooked.append(f"{file}: custom_hooks gets OcmsHook")
+    if framework not in FRAMEWORK_HOOKS and framework != "mmengine" and not edits:
+        return plan  # nothing wired: copying the recorder alone would record nothing
     for name, content, source in copied_files(framework, _chart_groups_code(plan, framework)):
         path = target / name
         try:

@@ -356,7 +356,7 @@ def wire_file(
     """The wirings of a file's loop sites (one per block, the richest kind) and, for each
     site left out, `line: why`."""
     wiring = _FileWiring(module, set(taken))
-    chosen: dict[tuple[int, str], Wiring] = {}
+    chosen: dict[tuple[int, str], list[Wiring]] = {}
     notes: list[str] = []
     for site in sorted(sites, key=lambda s: LOOP_SITE_PRIORITY.index(s.kind)):
         outcome = wiring.wire(site)
@@ -370,10 +370,11 @@ def wire_file(
             if parent is not None and outcome.anchor in getattr(parent, "orelse", [])
             else "body",
         )
-        if block in chosen:
+        first = chosen.get(block, [None])[0]
+        if first is not None and first.site.kind != site.kind:
             notes.append(
-                f"{site.line}: not wired: the {chosen[block].site.call} at line "
-                f"{chosen[block].site.line} records this block"
+                f"{site.line}: not wired: the {first.site.call} at line "
+                f"{first.site.line} records this block"
             )
             continue
         if outcome.call(None) is None:
@@ -381,8 +382,9 @@ def wire_file(
                 f"{site.line}: not wired: nothing left to record ({'; '.join(outcome.dropped) or 'no value'})"
             )
             continue
-        chosen[block] = outcome
-    return sorted(chosen.values(), key=lambda w: w.site.line), notes
+        chosen.setdefault(block, []).append(outcome)
+    wirings = [wiring for block in chosen.values() for wiring in block]
+    return sorted(wirings, key=lambda w: w.site.line), notes
 
 
 __all__ = ["ADDED_COUNTER", "LOOP_SITE_PRIORITY", "Hoist", "Wiring", "wire_file"]

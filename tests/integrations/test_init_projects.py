@@ -6,6 +6,8 @@ the framework's metrics belong to."""
 from __future__ import annotations
 
 import os
+import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -153,3 +155,108 @@ def test_an_edited_loop_records_on_rank_zero_only(tmp_path: Path) -> None:
         assert completed.returncode == 0, completed.stderr
     assert not (project / "rank1").exists()
     assert (project / "rank0" / "ocms_metrics" / "loss.csv").read_text().count("\n") == 5
+
+
+# -- real public training scripts --------------------------------------------------------
+
+REAL_SCRIPTS = Path(__file__).parents[1] / "real_scripts"
+
+
+def _pristine_pair(tmp_path: Path, name: str) -> tuple[Path, Path]:
+    """Two copies of a real script's folder: one stays as written, one gets `init --write`."""
+    original, wired = tmp_path / "original", tmp_path / "wired"
+    shutil.copytree(REAL_SCRIPTS / name, original)
+    shutil.copytree(REAL_SCRIPTS / name, wired)
+    return original, wired
+
+
+def _init_write(project: Path) -> str:
+    completed = subprocess.run(
+        [sys.executable, "-m", "ocms_tui", "init", str(project), "--write", "--force"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    return completed.stdout
+
+
+def _train(project: Path, arguments: list[str], metrics: Path | None = None) -> str:
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    if metrics is not None:
+        environment["METRICS"] = str(metrics)
+    completed = subprocess.run(
+        [sys.executable, *arguments],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=environment,
+    )
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    return completed.stdout
+
+
+def test_real_nanogpt_records_its_iteration_loss_at_iter_num(
+    tmp_path: Path, recorded_run: Callable[[Path], Any]
+) -> None:
+    """karpathy/nanoGPT train.py: wandb is off by default, the loss is printed every
+    iteration (`iter {iter_num}: loss {lossf:.4f}`) and the evaluation every 10."""
+    numpy = pytest.importorskip("numpy")
+    pytest.importorskip("torch")
+    original, wired = _pristine_pair(tmp_path, "nanogpt")
+    for project in (original, wired):
+        data = project / "data" / "ocms_tiny"
+        data.mkdir(parents=True)
+        generator = numpy.random.default_rng(0)
+        for split in ("train", "val"):
+            generator.integers(0, 32, size=2000, dtype=numpy.uint16).tofile(data / f"{split}.bin")
+        (data / "meta.pkl").write_bytes(pickle.dumps({"vocab_size": 32}))
+    plan = _init_write(wired)
+    assert "train.py:327  print\n    step: iter_num" in plan
+    assert "recorded after `if wandb_log:` (off by default)" in plan
+    arguments = ["train.py", "config/ocms_tiny.py"]
+    printed = _printed_losses(_train(original, arguments))
+    assert _printed_losses(_train(wired, arguments, tmp_path / "metrics")) == printed
+    run = recorded_run(tmp_path / "metrics")
+    loss = run.series("loss", "loss")
+    assert sorted(loss) == list(range(21))  # iter_num 0..20, not a call counter
+    assert {step: round(value, 4) for step, value in loss.items()} == printed
+    assert sorted(run.series("loss", "val_loss")) == [0, 10, 20]
+    assert "iter" not in {name for chart in run.charts.values() for name in chart.y_axis}
+
+
+def _printed_losses(output: str) -> dict[int, float]:
+    found = re.findall(r"^iter (\d+): loss ([\d.]+),", output, re.MULTILINE)
+    return {int(step): float(loss) for step, loss in found}
+
+
+def test_real_pytorch_mnist_steps_grow_across_epochs_and_test_values_stay_apart(
+    tmp_path: Path, recorded_run: Callable[[Path], Any]
+) -> None:
+    """pytorch/examples mnist/main.py: `batch_idx` restarts each epoch, the test loss and
+    the count of correct answers are printed by `test()`."""
+    pytest.importorskip("torch")
+    original, wired = _pristine_pair(tmp_path, "pytorch_mnist")
+    plan = _init_write(wired)
+    assert "step: epoch * len(train_loader) + batch_idx" in plan
+    arguments = ["ocms_shim_run.py", "main.py", "--epochs", "2", "--batch-size", "32"]
+    arguments += ["--test-batch-size", "64", "--log-interval", "2", "--no-accel"]
+    output = _train(original, arguments)
+    assert _train(wired, arguments, tmp_path / "metrics") == output  # the same training
+    run = recorded_run(tmp_path / "metrics")
+    batches = 256 // 32
+    printed = {
+        int(epoch) * batches + int(seen) // 32: float(loss)
+        for epoch, seen, loss in re.findall(
+            r"Train Epoch: (\d+) \[(\d+)/\d+ .*Loss: ([\d.]+)", output
+        )
+    }
+    loss = run.series("loss", "loss")
+    assert {step: round(value, 6) for step, value in loss.items()} == printed
+    assert sorted(loss) == sorted(set(loss)) and len(loss) == 8  # never restarted
+    tests = re.findall(r"Average loss: ([\d.]+), Accuracy: (\d+)/(\d+)", output)
+    test_loss = run.series("loss", "test_loss")
+    assert [round(value, 4) for value in test_loss.values()] == [float(t[0]) for t in tests]
+    accuracy = run.series("eval_score", "test_accuracy")
+    assert list(accuracy.values()) == [100.0 * int(c) / int(n) for _, c, n in tests]
