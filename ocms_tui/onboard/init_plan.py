@@ -408,6 +408,8 @@ def render_plan(plan: InitPlan) -> str:
                 f" except {', '.join(wiring.axis_keys)}" if wiring.axis_keys else ""
             )
         lines.append(f"    series -> chart: {series}")
+        if wiring.inside_guard:
+            lines.append(f"    recorded inside `if {wiring.inside_guard}:`: only that branch computes them")
         if wiring.guard:
             lines.append(f"    recorded after `if {wiring.guard}:` (off by default), not inside it")
         for hoist in wiring.hoists:

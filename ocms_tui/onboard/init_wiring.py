@@ -76,6 +76,8 @@ class Wiring:
     guard: str | None = None  # the optional logger's test the call was moved out of
     hoists: list[Hoist] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)  # "key: why"
+    inside: Wiring | None = None  # the values only the guard computes, recorded inside it
+    inside_guard: str | None = None  # set on such a wiring: the guard it stays in
 
     @property
     def keys(self) -> list[str]:
@@ -250,17 +252,33 @@ class _FileWiring:
         keyed = next((v for k, v in pairs if _key_text(k).lower() in STEP_WORDS), None)
         step = choose_step(self.tree, node, explicit, keyed)
         wiring = Wiring(site, statement, anchor, step, [], guard=guard)
-        guarded_names = _names_assigned(anchor) if guard else set()
-        axis = []
+        guarded_names = self.guarded_names(anchor) if guard else set()
+        axis: list[str] = []
+        guard_only: list[tuple[str, ast.expr]] = []
         for key, value in pairs:
             if is_axis_key(_key_text(key), value):
                 axis.append(_key_text(key))
                 continue
             if whole is not None:
                 continue  # the dict is logged as it is: its values are not read again
+            if guard is not None and {
+                n.id for n in ast.walk(value) if isinstance(n, ast.Name)
+            } & guarded_names:
+                guard_only.append((key, value))
+                continue
             expression = self.expression_for(wiring, _key_text(key), value, guarded_names)
             if expression is not None:
                 wiring.metrics.append((key, expression))
+        if guard_only:
+            # Computed only when the optional logger is on: recorded where they are, inside
+            # the guard, in addition to the rest recorded after it.
+            inside = Wiring(site, statement, statement, wiring.step, [], inside_guard=guard)
+            for key, value in guard_only:
+                expression = self.expression_for(inside, _key_text(key), value, set())
+                if expression is not None:
+                    inside.metrics.append((key, expression))
+            wiring.inside = inside if inside.metrics else None
+            wiring.dropped += inside.dropped
         if whole is not None:
             wiring.axis_keys = tuple(axis)
             wiring.whole = self.expression_for(wiring, "metrics", whole, guarded_names)
@@ -274,6 +292,23 @@ class _FileWiring:
                 return "its step cannot be read again without running it twice"
             wiring.step = StepChoice(name, step.how)
         return wiring
+
+    def guarded_names(self, anchor: ast.stmt) -> set[str]:
+        """Names only optional-logger guards of the function assign (`total_loss` set and
+        summed under `if args.with_tracking:`): undefined, or stale, in a default run."""
+        scope = self.tree.scope_of(anchor)
+        inside: set[str] = _names_assigned(anchor)
+        outside: set[str] = set()
+        for node in ast.walk(scope):
+            if not isinstance(node, (ast.Name)) or not isinstance(node.ctx, ast.Store):
+                continue
+            guards = [
+                a
+                for a in self.tree.ancestors(node)
+                if isinstance(a, ast.If) and is_optional_logger_guard(a.test)
+            ]
+            (inside if guards else outside).add(node.id)
+        return inside - outside
 
     def expression_for(
         self, wiring: Wiring, key: str, value: ast.expr, guarded: set[str]
@@ -384,6 +419,7 @@ def wire_file(
             continue
         chosen.setdefault(block, []).append(outcome)
     wirings = [wiring for block in chosen.values() for wiring in block]
+    wirings += [wiring.inside for wiring in wirings if wiring.inside is not None]
     return sorted(wirings, key=lambda w: w.site.line), notes
 
 
