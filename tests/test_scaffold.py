@@ -390,3 +390,62 @@ def test_the_copied_files_run_on_python_3_8(tmp_path: Path) -> None:
     assert (
         loop / "out" / "ocms_metrics" / "loss.csv"
     ).read_text() == "0,1.0\n1,0.5\n2,0.3333333333333333\n"
+
+
+def _run_edited_call(text: str, line_start: str, namespace: dict[str, object]) -> object:
+    """Evaluate the edited statement that starts with `line_start`, with stand-ins."""
+    statement = next(line for line in text.splitlines() if line.strip().startswith(line_start))
+    exec(statement.strip(), namespace)
+    return namespace
+
+
+def test_trainer_kwargs_holding_callbacks_get_the_callback_merged_not_duplicated(
+    tmp_path: Path,
+) -> None:
+    """`Trainer(**trainer_kwargs)` whose dict holds `callbacks` became
+    `Trainer(**trainer_kwargs, callbacks=[...])`: TypeError, a keyword given twice."""
+    (tmp_path / "train.py").write_text(
+        "import lightning as L\n"
+        "def main(mine):\n"
+        "    trainer_kwargs = {'max_epochs': 1, 'callbacks': [mine]}\n"
+        "    trainer = L.Trainer(**trainer_kwargs)\n"
+        "    built = L.Trainer(**make_kwargs())\n"
+    )
+    plan = scaffold.plan_init(tmp_path)
+    text = edited_text(plan, "train.py")
+    made = []
+
+    def trainer(**options: object) -> dict[str, object]:
+        return options
+
+    def make_kwargs() -> dict[str, object]:
+        made.append(1)
+        return {"callbacks": ["theirs"]}
+
+    namespace = {
+        "L": type("L", (), {"Trainer": staticmethod(trainer)}),
+        "OcmsCallback": lambda: "ocms",
+        "trainer_kwargs": {"max_epochs": 1, "callbacks": ["mine"]},
+        "make_kwargs": make_kwargs,
+    }
+    _run_edited_call(text, "trainer =", namespace)
+    assert namespace["trainer"] == {"max_epochs": 1, "callbacks": ["mine", "ocms"]}
+    _run_edited_call(text, "built =", namespace)
+    assert namespace["built"] == {"callbacks": ["theirs", "ocms"]} and made == [1]  # once
+
+
+def test_lightning_cli_gets_trainer_defaults_callbacks(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(
+        "from lightning.pytorch.cli import LightningCLI\n"
+        "def cli_main():\n"
+        "    LightningCLI(Model, Data)\n"
+        "    LightningCLI(Model, trainer_defaults={'max_epochs': 2})\n"
+        "    LightningCLI(Model, trainer_defaults={'callbacks': [Mine()]})\n"
+    )
+    plan = scaffold.plan_init(tmp_path)
+    text = edited_text(plan, "train.py")
+    assert "LightningCLI(Model, Data, trainer_defaults={\"callbacks\": [OcmsCallback()]})" in text
+    assert "trainer_defaults={'max_epochs': 2, \"callbacks\": [OcmsCallback()]}" in text
+    assert "trainer_defaults={'callbacks': [Mine(), OcmsCallback()]}" in text
+    report = scaffold.render_plan(plan)
+    assert "train.py:3: LightningCLI gets OcmsCallback()" in report

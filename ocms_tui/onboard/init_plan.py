@@ -409,7 +409,9 @@ def render_plan(plan: InitPlan) -> str:
             )
         lines.append(f"    series -> chart: {series}")
         if wiring.inside_guard:
-            lines.append(f"    recorded inside `if {wiring.inside_guard}:`: only that branch computes them")
+            lines.append(
+                f"    recorded inside `if {wiring.inside_guard}:`: only that branch computes them"
+            )
         if wiring.guard:
             lines.append(f"    recorded after `if {wiring.guard}:` (off by default), not inside it")
         for hoist in wiring.hoists:

@@ -261,9 +261,10 @@ class _FileWiring:
                 continue
             if whole is not None:
                 continue  # the dict is logged as it is: its values are not read again
-            if guard is not None and {
-                n.id for n in ast.walk(value) if isinstance(n, ast.Name)
-            } & guarded_names:
+            if (
+                guard is not None
+                and {n.id for n in ast.walk(value) if isinstance(n, ast.Name)} & guarded_names
+            ):
                 guard_only.append((key, value))
                 continue
             expression = self.expression_for(wiring, _key_text(key), value, guarded_names)

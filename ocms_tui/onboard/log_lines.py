@@ -23,6 +23,8 @@ STEP_WORDS = frozenset(
 _EPOCH = re.compile(r"(^|_)epoch(s)?$")
 # Adjectives that say how the script averaged, not what the value is.
 _FILLER = frozenset({"average", "avg", "mean", "current", "the", "set"})
+# Words that join a sentence, not name a value (`done in {t}s`, `at {step}`).
+_NOT_LABELS = frozenset({"at", "in", "of", "on", "to", "for", "after", "by", "with", "from", "and"})
 _SPLIT_LABEL = re.compile(r"([A-Za-z_][\w/.-]*(?:[ \t]+[A-Za-z_][\w/.-]*){0,3})$")
 _PERCENT = re.compile(r"%(\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?[a-zA-Z%]")
 _BRACE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
@@ -141,6 +143,8 @@ def label_words(before: str) -> list[str]:
     words = [word.lower().strip("/.-") for word in match.group(1).split()]
     while len(words) > 1 and words[0] in _FILLER:
         words = words[1:]
+    if words and words[-1] in _NOT_LABELS:
+        return []
     return [word for word in words if word]
 
 

@@ -215,6 +215,8 @@ def test_real_nanogpt_records_its_iteration_loss_at_iter_num(
     plan = _init_write(wired)
     assert "train.py:327  print\n    step: iter_num" in plan
     assert "recorded after `if wandb_log:` (off by default)" in plan
+    assert "bench.py: left alone: its name says it does not train" in plan
+    assert (wired / "bench.py").read_bytes() == (original / "bench.py").read_bytes()
     arguments = ["train.py", "config/ocms_tiny.py"]
     printed = _printed_losses(_train(original, arguments))
     assert _printed_losses(_train(wired, arguments, tmp_path / "metrics")) == printed
@@ -260,3 +262,74 @@ def test_real_pytorch_mnist_steps_grow_across_epochs_and_test_values_stay_apart(
     assert [round(value, 4) for value in test_loss.values()] == [float(t[0]) for t in tests]
     accuracy = run.series("eval_score", "test_accuracy")
     assert list(accuracy.values()) == [100.0 * int(c) / int(n) for _, c, n in tests]
+
+
+def test_real_lightning_cli_gets_the_callback_through_trainer_defaults(
+    tmp_path: Path, recorded_run: Callable[[Path], Any]
+) -> None:
+    """Lightning's LightningCLI example: init once copied the hook, edited nothing and
+    exited 0. Now the CLI gets `trainer_defaults={"callbacks": [OcmsCallback()]}`; the
+    saved config stays the user's (no callback object in it)."""
+    pytest.importorskip("lightning")
+    pytest.importorskip("jsonargparse")
+    original, wired = _pristine_pair(tmp_path, "lightning_cli")
+    plan = _init_write(wired)
+    assert "LightningCLI gets OcmsCallback()" in plan
+    arguments = ["ocms_shim_run.py", "backbone_image_classifier.py", "--trainer.max_epochs=2"]
+    arguments += ["--trainer.limit_train_batches=4", "--trainer.limit_val_batches=2"]
+    arguments += ["--trainer.limit_test_batches=2", "--trainer.limit_predict_batches=1"]
+    arguments += ["--trainer.accelerator=cpu", "--trainer.enable_progress_bar=false"]
+    arguments += ["--trainer.log_every_n_steps=1", "--trainer.logger=false"]
+    predictions = _train(original, arguments)
+    assert _train(wired, arguments, tmp_path / "metrics") == predictions  # same training
+    run = recorded_run(tmp_path / "metrics")
+    assert sorted(run.series("loss", "train_loss")) == list(range(8))  # trainer.global_step
+    assert "test_loss" in run.charts["loss"].y_axis
+    config = next(wired.rglob("config.yaml")).read_text()
+    assert "callbacks: null" in config
+
+
+def test_real_accelerate_example_records_with_and_without_tracking(
+    tmp_path: Path, recorded_run: Callable[[Path], Any]
+) -> None:
+    """Accelerate's complete_nlp_example: `accelerator.log` sits under `if
+    args.with_tracking:` and logs at `step=epoch`. A default run now records accuracy and
+    F1 at `overall_step`; with --with_tracking the train_loss only that branch computes is
+    recorded too, and equals the tracker's."""
+    pytest.importorskip("accelerate")
+    event_accumulator = pytest.importorskip(
+        "tensorboard.backend.event_processing.event_accumulator"
+    )
+    original, wired = _pristine_pair(tmp_path, "accelerate_nlp")
+    plan = _init_write(wired)
+    assert "step: overall_step" in plan
+    assert "recorded inside `if args.with_tracking:`" in plan
+    arguments = ["ocms_shim_run.py", "complete_nlp_example.py", "--cpu"]
+    output = _train(original, arguments)
+    assert _train(wired, arguments, tmp_path / "default") == output
+    run = recorded_run(tmp_path / "default")
+    printed = re.findall(r"epoch (\d+): \{'accuracy': ([\d.]+), 'f1': ([\d.]+)\}", output)
+    steps_per_epoch = 64 // 16
+    assert run.series("eval_score", "accuracy") == {
+        (int(epoch) + 1) * steps_per_epoch: float(accuracy) for epoch, accuracy, _ in printed
+    }
+    assert "loss" not in run.charts  # the default run computes no train_loss
+    tracking = [*arguments, "--with_tracking", "--project_dir", str(tmp_path / "trackers")]
+    os.environ.update(
+        MLFLOW_TRACKING_URI=f"file:{tmp_path / 'mlruns'}", MLFLOW_ALLOW_FILE_STORE="true"
+    )
+    try:
+        _train(wired, tracking, tmp_path / "tracking")
+    finally:
+        for name in ("MLFLOW_TRACKING_URI", "MLFLOW_ALLOW_FILE_STORE"):
+            os.environ.pop(name, None)
+    run = recorded_run(tmp_path / "tracking")
+    events = next((tmp_path / "trackers").rglob("events.out.tfevents.*")).parent
+    accumulator = event_accumulator.EventAccumulator(str(events))
+    accumulator.Reload()
+    reported = {e.step: e.value for e in accumulator.Scalars("train_loss")}  # step = epoch
+    recorded = run.series("loss", "train_loss")
+    assert sorted(recorded) == [4, 8, 12]
+    assert [round(recorded[(epoch + 1) * steps_per_epoch], 5) for epoch in sorted(reported)] == [
+        round(value, 5) for _, value in sorted(reported.items())
+    ]
