@@ -59,6 +59,19 @@ class Tree:
     def scope_of(self, node: ast.AST) -> ast.AST:
         return next((a for a in self.ancestors(node) if isinstance(a, _SCOPES[:2])), self.module)
 
+    def called_in_a_loop(self, scope: ast.AST) -> bool:
+        """A function the module calls inside a loop (`for epoch ...: train()`)."""
+        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+        for node in ast.walk(self.module):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            if name == scope.name and self.loops_of(node):
+                return True
+        return False
+
     def loops_of(self, node: ast.AST) -> list[ast.For | ast.AsyncFor | ast.While]:
         """The loops around `node` inside its function, innermost first."""
         loops = []
@@ -145,7 +158,8 @@ def choose_step(
             restarting.add(index[0])  # an epoch index is not a step
         elif depth < len(loops) - 1:  # an inner loop's index starts again each time
             restarting.add(index[0])
-    if epoch_names:
+    if epoch_names or tree.called_in_a_loop(scope):
+        # Each call (each epoch) runs the loops again: their indexes start over.
         restarting |= {i[0] for loop in loops if (i := _loop_index(loop))}
     for given, said in ((explicit, "the step the script logs with"), (keyed, "its step key")):
         if given is None or isinstance(given, ast.Constant):
@@ -175,6 +189,9 @@ def choose_step(
         if name not in restarting and loop is loops[-1]:
             return StepChoice(name, f"the loop variable `{name}`")
         break
+    innermost = _loop_index(loops[0]) if loops else None
+    if innermost is not None and _EPOCH_NAME.search(innermost[0]):
+        return StepChoice(None, "once an epoch: the last step recorded (after its training steps)")
     if loops:
         return StepChoice(
             ADDED_COUNTER,

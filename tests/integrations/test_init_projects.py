@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import random
 import re
 import shutil
 import subprocess
@@ -333,3 +334,45 @@ def test_real_accelerate_example_records_with_and_without_tracking(
     assert [round(recorded[(epoch + 1) * steps_per_epoch], 5) for epoch in sorted(reported)] == [
         round(value, 5) for _, value in sorted(reported.items())
     ]
+
+
+def test_real_word_language_model_gets_a_counter_that_grows_across_epochs(
+    tmp_path: Path, recorded_run: Callable[[Path], Any]
+) -> None:
+    """pytorch/examples word_language_model: `train()` is called once an epoch and logs
+    its restarting `batch` index; the epoch loop and the final test print at module level."""
+    pytest.importorskip("torch")
+    original, wired = _pristine_pair(tmp_path, "word_language_model")
+    words = ["the", "cat", "sat", "on", "a", "mat", "while", "dogs", "ran", "far", "away", "from", "home"]
+    for project in (original, wired):
+        (project / "tiny").mkdir()
+        for name, lines in (("train.txt", 40), ("valid.txt", 10), ("test.txt", 10)):
+            pick = random.Random(name)
+            text = "".join(
+                " ".join(pick.choice(words) for _ in range(8)) + "\n" for _ in range(lines)
+            )
+            (project / "tiny" / name).write_text(text)
+    plan = _init_write(wired)
+    assert "init adds a counter that grows by one each iteration of the loop at line 171" in plan
+    arguments = ["main.py", "--data", "tiny", "--emsize", "8", "--nhid", "8", "--nlayers", "1"]
+    arguments += ["--epochs", "2", "--bptt", "5", "--batch_size", "4", "--log-interval", "2"]
+
+    def without_timing(output: str) -> str:
+        return re.sub(r"ms/batch +[\d.]+|time: +[\d.]+s", "", output)
+
+    output = _train(original, arguments)
+    assert without_timing(_train(wired, arguments, tmp_path / "metrics")) == without_timing(output)
+    run = recorded_run(tmp_path / "metrics")
+    printed = re.findall(r"\| epoch +(\d+) \| +(\d+)/ *(\d+) batches .*\| loss +([\d.]+)", output)
+    batches_per_epoch = int(printed[0][2])  # len(train_data) // bptt
+    loss = run.series("loss", "loss")
+    assert {step: round(value, 2) for step, value in loss.items()} == {
+        (int(epoch) - 1) * batches_per_epoch + int(batch): float(value)
+        for epoch, batch, _, value in printed
+    }
+    valid = re.findall(r"valid loss +([\d.]+)", output)
+    assert [round(v, 2) for v in run.series("loss", "valid_loss").values()] == list(
+        map(float, valid)
+    )
+    test = re.findall(r"test loss +([\d.]+)", output)
+    assert [round(v, 2) for v in run.series("loss", "test_loss").values()] == list(map(float, test))
