@@ -84,7 +84,10 @@ def test_lines_without_a_loss_or_with_a_dict_template_are_not_log_lines() -> Non
 
 def test_labels_and_prefixes() -> None:
     assert label_words(", train loss: ") == ["train", "loss"]
-    assert label_words("Average loss: ") == ["loss"]
+    assert label_words("Test set loss: ") == ["test", "loss"]
+    assert line("print('====> Epoch: {} Average loss: {:.4f}'.format(epoch, a))") == {
+        "average_loss": "a"  # an epoch's mean in training: not the per-batch loss
+    }
     assert label_words(" [") == []
     assert eval_prefix("Test set: Average loss: ", "main") == "test"
     assert eval_prefix("loss ", "validation_epoch") == "val"

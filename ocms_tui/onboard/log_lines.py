@@ -22,7 +22,10 @@ STEP_WORDS = frozenset(
 # Words of a label that name an epoch index: neither a step nor a metric.
 _EPOCH = re.compile(r"(^|_)epoch(s)?$")
 # Adjectives that say how the script averaged, not what the value is.
-_FILLER = frozenset({"average", "avg", "mean", "current", "the", "set"})
+_FILLER = frozenset({"current", "the", "set"})
+# How an evaluation averaged: dropped there (`Test set: Average loss` is the test loss);
+# kept in training, where `Average loss` of an epoch is not the per-batch loss.
+_AVERAGE = frozenset({"average", "avg", "mean"})
 # Words that join a sentence, not name a value (`done in {t}s`, `at {step}`).
 _NOT_LABELS = frozenset({"at", "in", "of", "on", "to", "for", "after", "by", "with", "from", "and"})
 _SPLIT_LABEL = re.compile(r"([A-Za-z_][\w/.-]*(?:[ \t]+[A-Za-z_][\w/.-]*){0,3})$")
@@ -141,8 +144,7 @@ def label_words(before: str) -> list[str]:
     if match is None:
         return []
     words = [word.lower().strip("/.-") for word in match.group(1).split()]
-    while len(words) > 1 and words[0] in _FILLER:
-        words = words[1:]
+    words = [word for word in words if word not in _FILLER] or words[-1:]
     if words and words[-1] in _NOT_LABELS:
         return []
     return [word for word in words if word]
@@ -173,6 +175,8 @@ def read_log_line(node: ast.expr, call: ast.Call, function: str) -> LogLine | No
     step: ast.expr | None = None
     for index, place in enumerate(found):
         words = label_words(place.before)
+        if prefix or (words and words[0].startswith(_SPLIT_PREFIXES)):
+            words = [word for word in words if word not in _AVERAGE] or words[-1:]
         key = "_".join(words)
         if not key or (
             isinstance(place.value, ast.Constant) and isinstance(place.value.value, str)

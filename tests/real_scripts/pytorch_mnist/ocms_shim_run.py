@@ -1,5 +1,6 @@
-"""Runs main.py unchanged with a stand-in torchvision: MNIST is generated (fixed seed),
-not downloaded. Usage: python ocms_shim_run.py main.py [main.py's arguments]."""
+"""Runs a pytorch/examples MNIST script unchanged with a stand-in torchvision: MNIST is
+generated (fixed seed), not downloaded; save_image writes nothing. Also used for vae/.
+Usage: python ocms_shim_run.py main.py [main.py's arguments]."""
 
 import runpy
 import sys
@@ -31,7 +32,9 @@ torchvision.datasets = types.SimpleNamespace(MNIST=GeneratedMNIST)
 torchvision.transforms = types.SimpleNamespace(
     Compose=_identity, ToTensor=_identity, Normalize=_identity
 )
+torchvision.utils = types.SimpleNamespace(save_image=lambda *arguments, **options: None)
 sys.modules["torchvision"] = torchvision
+sys.modules["torchvision.utils"] = torchvision.utils
 script = sys.argv[1]
 sys.argv = sys.argv[1:]
 sys.path.insert(0, ".")
