@@ -417,3 +417,36 @@ def test_real_vae_keeps_the_epoch_average_apart_from_the_batch_loss(
     assert [round(v, 4) for v in run.series("loss", "average_loss").values()] == averages
     tests = [float(v) for v in re.findall(r"Test set loss: ([\d.]+)", output)]
     assert [round(v, 4) for v in run.series("loss", "test_loss").values()] == tests
+
+
+def test_real_mingpt_callback_records_at_the_trainers_iter_num(
+    tmp_path: Path, recorded_run: Callable[[Path], Any]
+) -> None:
+    """minGPT chargpt: the project's own Trainer, a `batch_end_callback` that prints
+    `iter {trainer.iter_num}: train loss {trainer.loss.item():.5f}` every 10 iterations."""
+    pytest.importorskip("torch")
+    original, wired = _pristine_pair(tmp_path, "mingpt_chargpt")
+    pick = random.Random(0)
+    words = "to be or not that is the question O God, O God!".split()
+    text = " ".join(pick.choice(words) for _ in range(800))  # holds the sampling prompt
+    for project in (original, wired):
+        (project / "input.txt").write_text(text)
+    plan = _init_write(wired)
+    assert "step: trainer.iter_num" in plan
+    arguments = ["chargpt.py", "--trainer.max_iters=30", "--model.model_type=None"]
+    arguments += ["--model.n_layer=1", "--model.n_head=1", "--model.n_embd=16"]
+    arguments += ["--data.block_size=8", "--trainer.batch_size=4", "--trainer.num_workers=0"]
+    arguments += ["--trainer.device=cpu"]
+
+    def without_timing(output: str) -> str:
+        return re.sub(r"iter_dt [\d.]+ms", "", output)
+
+    output = _train(original, arguments)
+    assert without_timing(_train(wired, arguments, tmp_path / "metrics")) == without_timing(output)
+    run = recorded_run(tmp_path / "metrics")
+    printed = re.findall(r"iter (\d+): train loss ([\d.]+)", output)
+    recorded = run.series("loss", "train_loss")
+    assert {step: round(value, 5) for step, value in recorded.items()} == {
+        int(step): float(value) for step, value in printed
+    }
+    assert sorted(recorded) == [0, 10, 20]
