@@ -76,6 +76,7 @@ class Wiring:
     guard: str | None = None  # the optional logger's test the call was moved out of
     hoists: list[Hoist] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)  # "key: why"
+    stated_step: str | None = None  # the step the site logs with (an epoch, say)
     inside: Wiring | None = None  # the values only the guard computes, recorded inside it
     inside_guard: str | None = None  # set on such a wiring: the guard it stays in
 
@@ -252,6 +253,8 @@ class _FileWiring:
         keyed = next((v for k, v in pairs if _key_text(k).lower() in STEP_WORDS), None)
         step = choose_step(self.tree, node, explicit, keyed)
         wiring = Wiring(site, statement, anchor, step, [], guard=guard)
+        if explicit is not None and rereadable(explicit):
+            wiring.stated_step = ast.unparse(explicit)
         guarded_names = self.guarded_names(anchor) if guard else set()
         axis: list[str] = []
         guard_only: list[tuple[str, ast.expr]] = []
@@ -420,6 +423,19 @@ def wire_file(
             continue
         chosen.setdefault(block, []).append(outcome)
     wirings = [wiring for block in chosen.values() for wiring in block]
+    if all(wiring.step.expression is None for wiring in wirings):
+        # No site records per iteration: the epoch a site logs with is the only x axis
+        # there is (Accelerate's tracking example: `accelerator.log(..., step=epoch)`).
+        for wiring in wirings:
+            if wiring.stated_step is not None:
+                wiring.step = StepChoice(
+                    wiring.stated_step,
+                    f"the step the script logs with, `{wiring.stated_step}`: "
+                    "nothing in the script counts iterations",
+                )
+    for wiring in wirings:
+        if wiring.inside is not None:
+            wiring.inside.step = wiring.step
     wirings += [wiring.inside for wiring in wirings if wiring.inside is not None]
     return sorted(wirings, key=lambda w: w.site.line), notes
 

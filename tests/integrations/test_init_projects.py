@@ -427,7 +427,7 @@ def test_real_mingpt_callback_records_at_the_trainers_iter_num(
     pytest.importorskip("torch")
     original, wired = _pristine_pair(tmp_path, "mingpt_chargpt")
     pick = random.Random(0)
-    words = "to be or not that is the question O God, O God!".split()
+    words = ["to", "be", "or", "not", "that", "is", "the", "question", "O", "God,", "O", "God!"]
     text = " ".join(pick.choice(words) for _ in range(800))  # holds the sampling prompt
     for project in (original, wired):
         (project / "input.txt").write_text(text)
@@ -450,3 +450,23 @@ def test_real_mingpt_callback_records_at_the_trainers_iter_num(
         int(step): float(value) for step, value in printed
     }
     assert sorted(recorded) == [0, 10, 20]
+
+
+def test_real_accelerate_tracking_example_logs_at_its_epoch(
+    tmp_path: Path, recorded_run: Callable[[Path], Any]
+) -> None:
+    """Accelerate's by_feature/tracking.py counts no iterations and logs `step=epoch`
+    under `if args.with_tracking:`: a default run records accuracy and F1 at the epoch."""
+    pytest.importorskip("accelerate")
+    original, wired = _pristine_pair(tmp_path, "accelerate_tracking")
+    for project in (original, wired):  # the GLUE stand-in, kept once with accelerate_nlp/
+        shutil.copy(REAL_SCRIPTS / "accelerate_nlp" / "ocms_shim_run.py", project)
+    plan = _init_write(wired)
+    assert "step: epoch  (the step the script logs with, `epoch`: nothing in the script" in plan
+    arguments = ["ocms_shim_run.py", "tracking.py", "--cpu"]
+    output = _train(original, arguments)
+    assert _train(wired, arguments, tmp_path / "metrics") == output
+    run = recorded_run(tmp_path / "metrics")
+    printed = re.findall(r"epoch (\d+): \{'accuracy': ([\d.]+), 'f1': ([\d.]+)\}", output)
+    assert run.series("eval_score", "f1") == {int(e): float(f1) for e, _, f1 in printed}
+    assert "epoch" not in run.charts  # the x axis, not a metric
