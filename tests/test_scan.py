@@ -422,3 +422,24 @@ def test_the_text_lists_stay_short_and_json_keeps_everything(tmp_path: Path) -> 
     assert text.count("... and 10 more (--format json lists them all)") == 2  # sites, plan
     assert len(text.splitlines()) < 60
     assert len(result.as_json()["sites"]) == 30
+
+
+def test_progress_bars_and_a_projects_own_print_are_sites(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "loop.py",
+        "def run(bar, loss, step, accelerator):\n"
+        "    bar.set_postfix(loss=loss, lr=0.1)\n"
+        "    bar.set_description(f'step {step} loss {loss:.3f}')\n"
+        "    accelerator.print(f'train loss {loss}')\n"
+        "    print0(f'step {step} | loss: {loss:.6f}')\n"
+        "    tqdm.write('loss %.3f' % loss)\n",
+    )
+    sites = scan_project(tmp_path).sites
+    assert [(s.line, s.kind, s.keys, s.step) for s in sites] == [
+        (2, "tqdm.set_postfix", ("loss", "lr"), None),
+        (3, "logger.info", ("loss",), "step"),
+        (4, "logger.info", ("train_loss",), None),
+        (5, "print", ("loss",), "step"),
+        (6, "logger.info", ("loss",), None),
+    ]

@@ -36,6 +36,8 @@ MM_CUSTOM_HOOKS = "custom_hooks"
 MM_DEFAULT_HOOKS = "default_hooks"
 
 _LOGGER_METHODS = frozenset({"info", "debug", "warning", "log"})
+# Methods that show one line: tqdm's bar text and `tqdm.write`, `accelerator.print`.
+_LINE_METHODS = frozenset({"set_description", "set_postfix_str", "write", "print"})
 
 
 @dataclass(frozen=True)
@@ -268,7 +270,8 @@ class _SiteFinder(ast.NodeVisitor):
     def _call(self, node: ast.Call) -> None:
         func = node.func
         callee = _source_text(func)
-        if isinstance(func, ast.Name) and func.id == "print" and node.args:
+        # print, and a project's own print0/print_rank_0/print_master
+        if isinstance(func, ast.Name) and func.id.startswith("print") and node.args:
             found = _formatted_values(node.args[0], node, self.function)
             if found is not None:
                 self._add(node, callee, PRINT, found[0], found[1])
@@ -319,6 +322,10 @@ class _SiteFinder(ast.NodeVisitor):
         elif method == "log_metrics" and "trainer" in receiver.lower():
             items = self._resolve_dict(_argument(node, 1, "metrics"), node)
             self._add(node, callee, LOG_METRICS, items)
+        elif method in _LINE_METHODS and node.args:
+            found = _formatted_values(node.args[0], node, self.function)
+            if found is not None:
+                self._add(node, callee, LOGGER, found[0], found[1])
         elif method == "set_postfix":
             items = _dict_items(_argument(node, 0, "ordered_dict"))
             items += [(item.arg, _code(item.value)) for item in node.keywords if item.arg]
