@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -404,3 +405,33 @@ def test_init_records_under_an_optional_logger_that_is_off(tmp_path: Path) -> No
     )
     assert recorded["train_loss"] == {0: 1.0, 10: 1 / 11, 20: 1 / 21}
     assert "iter" not in recorded  # the x axis, not a metric
+
+
+def test_init_tutorial_loop_steps_never_restart_and_test_values_stay_apart(
+    tmp_path: Path,
+) -> None:
+    """The PyTorch tutorial loop: the step was `batch_idx` (restarting each epoch), the
+    test loss went into the training `loss` series, `accuracy` recorded the count 108."""
+    output, recorded = _wire_and_compare(
+        tmp_path,
+        "import random\n"
+        "random.seed(1)\n"
+        "loader = [0] * 6\n"
+        "def test():\n"
+        "    test_loss, correct = random.random(), 108\n"
+        "    print('Test set: Average loss: {:.4f}, Accuracy: {}/{} ({:.0f}%)'.format(\n"
+        "        test_loss, correct, 200, 100. * correct / 200))\n"
+        "for epoch in range(2):\n"
+        "    running_loss = 0.0\n"
+        "    for batch_idx, data in enumerate(loader, 0):\n"
+        "        running_loss += random.random()\n"
+        "        if batch_idx % 2 == 1:\n"
+        "            print(f'[{epoch + 1}, {batch_idx + 1:5d}] loss: {running_loss / 2:.3f}')\n"
+        "            running_loss = 0.0\n"
+        "    test()\n",
+    )
+    printed = [float(v) for v in re.findall(r"loss: ([\d.]+)$", output, re.MULTILINE)]
+    assert sorted(recorded["loss"]) == [1, 3, 5, 7, 9, 11]  # epoch * len(loader) + batch_idx
+    assert [round(v, 3) for v in recorded["loss"].values()] == printed
+    assert recorded["test_accuracy"] == {5: 54.0, 11: 54.0}  # the percentage, at the last step
+    assert set(recorded["test_loss"]) == {5, 11} and "accuracy" not in recorded
