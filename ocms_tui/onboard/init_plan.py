@@ -339,7 +339,12 @@ def plan_init(project: Path, output_dir_expr: str | None = None) -> InitPlan:
             edits.append(FileChange(project / file, *outcome))
             if framework == "mmengine":
                 plan.hooked.append(f"{file}: custom_hooks gets OcmsHook")
-    if framework not in FRAMEWORK_HOOKS and framework != "mmengine" and not edits:
+    if (
+        framework not in FRAMEWORK_HOOKS
+        and framework != "mmengine"
+        and not edits
+        and not (_set_up_before(plan))
+    ):
         return plan  # nothing wired: copying the recorder alone would record nothing
     for name, content, source in copied_files(framework, _chart_groups_code(plan, framework)):
         path = target / name
