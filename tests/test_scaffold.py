@@ -444,8 +444,34 @@ def test_lightning_cli_gets_trainer_defaults_callbacks(tmp_path: Path) -> None:
     )
     plan = scaffold.plan_init(tmp_path)
     text = edited_text(plan, "train.py")
-    assert "LightningCLI(Model, Data, trainer_defaults={\"callbacks\": [OcmsCallback()]})" in text
+    assert 'LightningCLI(Model, Data, trainer_defaults={"callbacks": [OcmsCallback()]})' in text
     assert "trainer_defaults={'max_epochs': 2, \"callbacks\": [OcmsCallback()]}" in text
     assert "trainer_defaults={'callbacks': [Mine(), OcmsCallback()]}" in text
     report = scaffold.render_plan(plan)
     assert "train.py:3: LightningCLI gets OcmsCallback()" in report
+
+
+def test_the_plan_names_each_site_its_step_series_charts_and_what_is_left_out(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "train.py").write_text(
+        "wandb_log = False\n"
+        "iter_num = 0\n"
+        "while iter_num < 3:\n"
+        "    loss = 1.0 / (iter_num + 1)\n"
+        "    print(f'iter {iter_num}: loss {loss:.4f}, mfu {0.5 * 100:.2f}%')\n"
+        "    if wandb_log:\n"
+        "        wandb.log({'iter': iter_num, 'train/loss': loss, 'extra': fetch()})\n"
+        "    iter_num += 1\n"
+    )
+    report = scaffold.render_plan(scaffold.plan_init(tmp_path))
+    assert report.splitlines() == [
+        "plan:",
+        "  train.py:7  wandb.log",
+        "    step: iter_num  (its step key, `iter_num`)",
+        "    series -> chart: train/loss -> loss",
+        "    recorded after `if wandb_log:` (off by default), not inside it",
+        "    not recorded: extra: `fetch()` runs only when `wandb_log`; init does not run it again",
+        "not wired:",
+        "  train.py:5: not wired: the wandb.log at line 7 records this block",
+    ]

@@ -409,8 +409,10 @@ def render_plan(plan: InitPlan) -> str:
         )
         series = ", ".join(f"{key} -> {charts.get(key) or 'not charted'}" for key in wiring.keys)
         if wiring.whole is not None:
-            series = f"every key of {wiring.whole}" + (
-                f" except {', '.join(wiring.axis_keys)}" if wiring.axis_keys else ""
+            series = (
+                (f"{series}; " if series else "")
+                + f"every key of {wiring.whole}"
+                + (f" except {', '.join(wiring.axis_keys)}" if wiring.axis_keys else "")
             )
         lines.append(f"    series -> chart: {series}")
         if wiring.inside_guard:

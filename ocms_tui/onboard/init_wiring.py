@@ -76,13 +76,14 @@ class Wiring:
     guard: str | None = None  # the optional logger's test the call was moved out of
     hoists: list[Hoist] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)  # "key: why"
+    whole_keys: list[str] = field(default_factory=list)  # the keys `whole` is known to hold
     stated_step: str | None = None  # the step the site logs with (an epoch, say)
     inside: Wiring | None = None  # the values only the guard computes, recorded inside it
     inside_guard: str | None = None  # set on such a wiring: the guard it stays in
 
     @property
     def keys(self) -> list[str]:
-        keys = []
+        keys = list(self.whole_keys)
         for key, _ in self.metrics:
             try:
                 keys.append(ast.literal_eval(key))
@@ -263,6 +264,7 @@ class _FileWiring:
                 axis.append(_key_text(key))
                 continue
             if whole is not None:
+                wiring.whole_keys.append(_key_text(key))
                 continue  # the dict is logged as it is: its values are not read again
             if (
                 guard is not None
