@@ -48,47 +48,20 @@ def _with_element(node: cst.List, element: cst.BaseExpression) -> cst.List:
 
 
 class _ScriptEditor(cst.CSTTransformer):
-    """Inserts statements after the statements on given lines, adds an argument to the
-    calls on given lines, and the import block after the module's imports."""
+    """Edits the calls on given lines (a framework's callback added) and puts the import
+    block after the module's opening imports."""
 
     METADATA_DEPENDENCIES = (PositionProvider,)
 
     def __init__(
         self,
-        after_lines: dict[int, list[cst.BaseStatement]],
         call_lines: dict[tuple[int, str], Callable[[cst.Call], cst.Call]],
         imports: list[cst.BaseStatement],
     ) -> None:
         super().__init__()
-        self.after_lines = after_lines
         self.call_lines = call_lines
         self.imports = imports
-        self.done: set[int] = set()
         self.refused: dict[int, str] = {}
-
-    def _lines(self, node: cst.CSTNode) -> range:
-        position = self.get_metadata(PositionProvider, node)
-        return range(position.start.line, position.end.line + 1)
-
-    def _insert_after(
-        self, original: Sequence[cst.BaseStatement], updated: Sequence[cst.BaseStatement]
-    ) -> list[cst.BaseStatement]:
-        body: list[cst.BaseStatement] = []
-        for before, after in zip(original, updated, strict=True):
-            body.append(after)
-            if isinstance(before, cst.SimpleStatementLine):
-                for line in self._lines(before):
-                    if line in self.after_lines and line not in self.done:
-                        self.done.add(line)
-                        body.extend(self.after_lines[line])
-        return body
-
-    def leave_IndentedBlock(
-        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
-    ) -> cst.IndentedBlock:
-        return updated_node.with_changes(
-            body=self._insert_after(original_node.body, updated_node.body)
-        )
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
         line = self.get_metadata(PositionProvider, original_node).start.line
@@ -105,7 +78,7 @@ class _ScriptEditor(cst.CSTTransformer):
         return edited
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
-        body = self._insert_after(original_node.body, updated_node.body)
+        body = list(updated_node.body)
         if self.imports:
             position = _import_position(body)
             body[position:position] = self.imports

@@ -171,7 +171,7 @@ class LoopEditor(cst.CSTTransformer):
             chunk.append(small)
             if key in self.edits.after:
                 self.edits.done.add(key)
-                flush(True if index == count - 1 else index == count - 1)
+                flush(index == count - 1)
                 emit(_parsed(self.edits.after[key]))
         flush(True)
         return out

@@ -149,9 +149,7 @@ def edit_script(
             )
     wanted = set(call_lines)
     import_line = f"from {module_name} import {class_name}"
-    editor = _ScriptEditor(
-        {}, call_lines, _path_setup(module, project / file, project, import_line)
-    )
+    editor = _ScriptEditor(call_lines, _path_setup(module, project / file, project, import_line))
     edited = MetadataWrapper(module).visit(editor)
     missed = sorted(line for line, _ in editor.call_lines)
     if len(missed) == len(wanted):
