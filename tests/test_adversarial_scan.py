@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -123,7 +125,14 @@ def test_init_does_not_block_on_a_script_replaced_by_a_fifo(tmp_path: Path) -> N
     outcomes: list[object] = []
     editor = threading.Thread(
         target=lambda: outcomes.append(
-            scaffold.edit_script(project, "train.py", result.sites, "custom", None, [])
+            scaffold.edit_script(
+                project,
+                "train.py",
+                result.sites,
+                "custom",
+                None,
+                scaffold.InitPlan(project, result),
+            )
         ),
         daemon=True,
     )
@@ -150,7 +159,12 @@ def test_init_does_not_write_an_output_dir_expression_the_script_cannot_evaluate
     for expression in ("output_dir", "args.output_dir"):  # a parameter; a module global
         assert (
             scaffold.edit_script(
-                project, "train.py", scan_project(project).sites, "custom", expression, []
+                project,
+                "train.py",
+                scan_project(project).sites,
+                "custom",
+                expression,
+                scaffold.InitPlan(project, scan_project(project)),
             )[1].count(f"output_dir={expression}".encode())
             == 1
         )
@@ -166,8 +180,9 @@ def test_init_on_nesting_python_accepts_but_libcst_recurses_over(tmp_path: Path)
     )
     before = (tmp_path / "train.py").read_bytes()
     result = run_cli("init", str(tmp_path), "--write", "--force")
-    assert "Traceback" not in result.stderr and result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr and result.returncode == 1, result.stderr
     assert "train.py: not edited: nested too deeply for libcst" in result.stdout
+    assert "wired nothing for the training script(s) train.py" in result.stderr
     assert (tmp_path / "train.py").read_bytes() == before
 
 
@@ -187,8 +202,8 @@ def test_init_adds_no_call_that_reads_a_lambdas_or_comprehensions_own_variables(
         project.mkdir()
         (project / "train.py").write_text("import wandb\n" + body)
         result = run_cli("init", str(project), "--write", "--force")
-        assert result.returncode == 0, result.stderr
-        assert "train.py: not edited: the call added after line 2 would read" in result.stdout
+        assert result.returncode == 1, result.stderr  # it wired nothing, and says so
+        assert "train.py:2: not wired: the call would read" in result.stdout
         assert (project / "train.py").read_text() == "import wandb\n" + body
     plain = tmp_path / "plain"  # the same call in a plain loop is still edited
     plain.mkdir()
@@ -240,3 +255,185 @@ def test_init_write_runs_no_command_from_the_projects_git_config(tmp_path: Path)
     assert result.returncode == 0, result.stderr
     assert "wrote 4 files" in result.stdout
     assert not fsmonitor_ran.exists() and not filter_ran.exists()
+
+
+# -- init never changes what the training does -------------------------------------------
+
+
+def _run_script(project: Path, metrics: Path, script: str = "train.py") -> str:
+    """The script's output, run as a training image runs it (no ocms-tui importable)."""
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    completed = subprocess.run(
+        [sys.executable, script],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**environment, "METRICS": str(metrics)},
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    return completed.stdout
+
+
+def _recorded(metrics: Path) -> dict[str, dict[int, float]]:
+    """Series name -> {step: value}, read from the chart CSVs."""
+    layout = json.loads((metrics / "metrics.json").read_text())
+    series: dict[str, dict[int, float]] = {}
+    for chart in layout["charts"]:
+        for row in (metrics / chart["file"]).read_text().splitlines():
+            cells = row.split(",")
+            for name, cell in zip(chart["y_axis"], cells[1:], strict=True):
+                if cell:
+                    series.setdefault(name, {})[int(cells[0])] = float(cell)
+    return series
+
+
+def _wire_and_compare(tmp_path: Path, source: str) -> tuple[str, dict[str, dict[int, float]]]:
+    """Run `source` as written and after `init --write`: the output must be the same
+    (the training did not change). Returns the output and what was recorded."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "train.py").write_text(source)
+    original = _run_script(project, tmp_path / "unused")
+    init = run_cli("init", str(project), "--write", "--force")
+    assert init.returncode == 0, init.stdout + init.stderr
+    assert "from ocms_loop import" in (project / "train.py").read_text(), init.stdout
+    wired = _run_script(project, tmp_path / "metrics")
+    assert wired == original, (project / "train.py").read_text()
+    check = run_cli("--check", str(tmp_path / "metrics"), "--strict")
+    assert check.returncode == 0, check.stdout + check.stderr
+    return original, _recorded(tmp_path / "metrics")
+
+
+def test_init_import_comes_before_a_module_level_loop_and_a_later_import(tmp_path: Path) -> None:
+    """The import went after the module's LAST top-level import, below the loop: NameError."""
+    output, recorded = _wire_and_compare(
+        tmp_path,
+        "import random\n"
+        "random.seed(3)\n"
+        "for step in range(4):\n"
+        "    loss = random.random()\n"
+        "    loss_value = loss * 2  # .backward() stands for training\n"
+        "    print(f'step {step} loss={loss:.6f}')\n"
+        "import json\n"
+        "print(json.dumps('done'))\n",
+    )
+    printed = [float(line.split("=")[1]) for line in output.splitlines() if "loss=" in line]
+    assert recorded["loss"] == {step: pytest.approx(v, abs=1e-6) for step, v in enumerate(printed)}
+
+
+def test_init_never_consumes_an_iterator_twice(tmp_path: Path) -> None:
+    """`next(batches)` in the logged expression: the added call ran it again."""
+    output, recorded = _wire_and_compare(
+        tmp_path,
+        "batches = iter([0.5, 0.25, 0.125, 0.0625])\n"
+        "for step in range(2):\n"
+        "    print(f'step {step} loss={next(batches):.4f}')\n"
+        "print('left', list(batches))\n",
+    )
+    assert "left [0.125, 0.0625]" in output
+    assert recorded["loss"] == {0: 0.5, 1: 0.25}
+
+
+def test_init_never_pops_or_awaits_twice(tmp_path: Path) -> None:
+    output, recorded = _wire_and_compare(
+        tmp_path,
+        "import asyncio\n"
+        "calls = []\n"
+        "async def compute():\n"
+        "    calls.append(1)\n"
+        "    return len(calls) / 10\n"
+        "async def main():\n"
+        "    meter = [0.9, 0.8, 0.7]\n"
+        "    for step in range(2):\n"
+        "        print(f'step {step} loss={meter.pop():.2f} eval_loss={await compute():.2f}')\n"
+        "    print('meter', meter, 'calls', len(calls))\n"
+        "asyncio.run(main())\n",
+    )
+    assert "meter [0.9] calls 2" in output
+    assert recorded["loss"] == {0: 0.7, 1: 0.8}
+    assert recorded["eval_loss"] == {0: 0.1, 1: 0.2}
+
+
+def test_init_records_a_value_before_the_same_line_resets_it(tmp_path: Path) -> None:
+    """`print(...); running_loss = 0.0`: the call went after the whole line, recording 0."""
+    _, recorded = _wire_and_compare(
+        tmp_path,
+        "running_loss = 0.0\n"
+        "for step in range(1, 7):\n"
+        "    running_loss += step\n"
+        "    if step % 2 == 0:\n"
+        "        print(f'step {step} loss {running_loss / 2:.3f}'); running_loss = 0.0\n",
+    )
+    assert recorded["loss"] == {2: 1.5, 4: 3.5, 6: 5.5}
+
+
+def test_init_leaves_a_value_whose_binding_would_reorder_calls(tmp_path: Path) -> None:
+    """Binding `next(it)` first would run it before `tick()`: not recorded, and said so."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "train.py").write_text(
+        "it = iter([1.0, 2.0])\n"
+        "def tick():\n"
+        "    return 'x'\n"
+        "for step in range(2):\n"
+        "    print(f'{tick()} step {step} loss={next(it)} lr={0.1}')\n"
+    )
+    init = run_cli("init", str(project), "--write", "--force")
+    assert init.returncode == 0, init.stdout + init.stderr
+    assert "not recorded: loss: `next(it)` comes after a call on the same statement" in init.stdout
+    text = (project / "train.py").read_text()
+    assert "    print(f'{tick()} step {step} loss={next(it)} lr={0.1}')\n" in text
+    assert "    ocms_log(step, {'lr': 0.1})\n" in text
+
+
+def test_init_records_under_an_optional_logger_that_is_off(tmp_path: Path) -> None:
+    """nanoGPT's `if wandb_log: wandb.log({...})`, off by default: the call went inside
+    the guard, so a default run recorded nothing; the step became a call counter."""
+    _, recorded = _wire_and_compare(
+        tmp_path,
+        "wandb_log = False\n"
+        "if wandb_log:\n"
+        "    import wandb\n"
+        "iter_num = 0\n"
+        "while iter_num < 30:\n"
+        "    loss = 1.0 / (iter_num + 1)\n"
+        "    if iter_num % 10 == 0:\n"
+        "        if wandb_log:\n"
+        "            wandb.log({'iter': iter_num, 'train/loss': loss, 'lr': 0.1})\n"
+        "    iter_num += 1\n",
+    )
+    assert recorded["train_loss"] == {0: 1.0, 10: 1 / 11, 20: 1 / 21}
+    assert "iter" not in recorded  # the x axis, not a metric
+
+
+def test_init_tutorial_loop_steps_never_restart_and_test_values_stay_apart(
+    tmp_path: Path,
+) -> None:
+    """The PyTorch tutorial loop: the step was `batch_idx` (restarting each epoch), the
+    test loss went into the training `loss` series, `accuracy` recorded the count 108."""
+    output, recorded = _wire_and_compare(
+        tmp_path,
+        "import random\n"
+        "random.seed(1)\n"
+        "loader = [0] * 6\n"
+        "def test():\n"
+        "    test_loss, correct = random.random(), 108\n"
+        "    print('Test set: Average loss: {:.4f}, Accuracy: {}/{} ({:.0f}%)'.format(\n"
+        "        test_loss, correct, 200, 100. * correct / 200))\n"
+        "for epoch in range(2):\n"
+        "    running_loss = 0.0\n"
+        "    for batch_idx, data in enumerate(loader, 0):\n"
+        "        running_loss += random.random()\n"
+        "        if batch_idx % 2 == 1:\n"
+        "            print(f'[{epoch + 1}, {batch_idx + 1:5d}] loss: {running_loss / 2:.3f}')\n"
+        "            running_loss = 0.0\n"
+        "    test()\n",
+    )
+    printed = [float(v) for v in re.findall(r"loss: ([\d.]+)$", output, re.MULTILINE)]
+    assert sorted(recorded["loss"]) == [1, 3, 5, 7, 9, 11]  # epoch * len(loader) + batch_idx
+    assert [round(v, 3) for v in recorded["loss"].values()] == printed
+    # The printed percentage as the fraction it is (an accuracy above 1 is a --check
+    # warning), at the last step.
+    assert recorded["test_accuracy"] == {5: 0.54, 11: 0.54}
+    assert set(recorded["test_loss"]) == {5, 11} and "accuracy" not in recorded

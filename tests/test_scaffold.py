@@ -195,14 +195,16 @@ def test_a_site_inside_a_one_line_statement_is_reported_not_half_edited(tmp_path
         "    wandb.log({'eval_loss': 1}, step=step)\n"
     )
     plan = scaffold.plan_init(tmp_path)
-    assert "train.py:3: not edited (add the call by hand)" in plan.notes
+    assert "train.py:3: not wired: on the same line as its `if`/`for` (a one-line block)" in (
+        plan.not_wired
+    )
     assert "    ocms_log(step, {'eval_loss': 1})\n" in edited_text(plan, "train.py")
     (tmp_path / "train.py").write_text(
         "import wandb\ndef fit(step, ok):\n    if ok: wandb.log({'loss': 1}, step=step)\n"
     )
     plan = scaffold.plan_init(tmp_path)
     assert not [change for change in plan.pending if change.path.name == "train.py"]
-    assert any("no site is a statement" in note for note in plan.notes)
+    assert plan.wired_nothing and "train.py: nothing wired (see below)" in plan.notes
 
 
 def test_links_are_never_written_through(tmp_path: Path) -> None:
@@ -308,7 +310,7 @@ def test_usage_errors_and_nothing_found(tmp_path: Path) -> None:
 
 def test_names_in_the_diff_cannot_drive_the_terminal(tmp_path: Path) -> None:
     (tmp_path / "t\x1b[2J.py").write_text(
-        "def f(step, loss):\n    print(f'loss={loss} \x1b[31m')\n"
+        "def f(step, loss):\n    loss.backward()\n    print(f'loss={loss} \x1b[31m')\n"
     )
     completed = run_init(str(tmp_path))
     assert completed.returncode == 0, completed.stderr
@@ -389,3 +391,88 @@ def test_the_copied_files_run_on_python_3_8(tmp_path: Path) -> None:
     assert (
         loop / "out" / "ocms_metrics" / "loss.csv"
     ).read_text() == "0,1.0\n1,0.5\n2,0.3333333333333333\n"
+
+
+def _run_edited_call(text: str, line_start: str, namespace: dict[str, object]) -> object:
+    """Evaluate the edited statement that starts with `line_start`, with stand-ins."""
+    statement = next(line for line in text.splitlines() if line.strip().startswith(line_start))
+    exec(statement.strip(), namespace)
+    return namespace
+
+
+def test_trainer_kwargs_holding_callbacks_get_the_callback_merged_not_duplicated(
+    tmp_path: Path,
+) -> None:
+    """`Trainer(**trainer_kwargs)` whose dict holds `callbacks` became
+    `Trainer(**trainer_kwargs, callbacks=[...])`: TypeError, a keyword given twice."""
+    (tmp_path / "train.py").write_text(
+        "import lightning as L\n"
+        "def main(mine):\n"
+        "    trainer_kwargs = {'max_epochs': 1, 'callbacks': [mine]}\n"
+        "    trainer = L.Trainer(**trainer_kwargs)\n"
+        "    built = L.Trainer(**make_kwargs())\n"
+    )
+    plan = scaffold.plan_init(tmp_path)
+    text = edited_text(plan, "train.py")
+    made = []
+
+    def trainer(**options: object) -> dict[str, object]:
+        return options
+
+    def make_kwargs() -> dict[str, object]:
+        made.append(1)
+        return {"callbacks": ["theirs"]}
+
+    namespace = {
+        "L": type("L", (), {"Trainer": staticmethod(trainer)}),
+        "OcmsCallback": lambda: "ocms",
+        "trainer_kwargs": {"max_epochs": 1, "callbacks": ["mine"]},
+        "make_kwargs": make_kwargs,
+    }
+    _run_edited_call(text, "trainer =", namespace)
+    assert namespace["trainer"] == {"max_epochs": 1, "callbacks": ["mine", "ocms"]}
+    _run_edited_call(text, "built =", namespace)
+    assert namespace["built"] == {"callbacks": ["theirs", "ocms"]} and made == [1]  # once
+
+
+def test_lightning_cli_gets_trainer_defaults_callbacks(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(
+        "from lightning.pytorch.cli import LightningCLI\n"
+        "def cli_main():\n"
+        "    LightningCLI(Model, Data)\n"
+        "    LightningCLI(Model, trainer_defaults={'max_epochs': 2})\n"
+        "    LightningCLI(Model, trainer_defaults={'callbacks': [Mine()]})\n"
+    )
+    plan = scaffold.plan_init(tmp_path)
+    text = edited_text(plan, "train.py")
+    assert 'LightningCLI(Model, Data, trainer_defaults={"callbacks": [OcmsCallback()]})' in text
+    assert "trainer_defaults={'max_epochs': 2, \"callbacks\": [OcmsCallback()]}" in text
+    assert "trainer_defaults={'callbacks': [Mine(), OcmsCallback()]}" in text
+    report = scaffold.render_plan(plan)
+    assert "train.py:3: LightningCLI gets OcmsCallback()" in report
+
+
+def test_the_plan_names_each_site_its_step_series_charts_and_what_is_left_out(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "train.py").write_text(
+        "wandb_log = False\n"
+        "iter_num = 0\n"
+        "while iter_num < 3:\n"
+        "    loss = 1.0 / (iter_num + 1)\n"
+        "    print(f'iter {iter_num}: loss {loss:.4f}, mfu {0.5 * 100:.2f}%')\n"
+        "    if wandb_log:\n"
+        "        wandb.log({'iter': iter_num, 'train/loss': loss, 'extra': fetch()})\n"
+        "    iter_num += 1\n"
+    )
+    report = scaffold.render_plan(scaffold.plan_init(tmp_path))
+    assert report.splitlines() == [
+        "plan:",
+        "  train.py:7  wandb.log",
+        "    step: iter_num  (its step key, `iter_num`)",
+        "    series -> chart: train/loss -> loss",
+        "    recorded after `if wandb_log:` (off by default), not inside it",
+        "    not recorded: extra: `fetch()` runs only when `wandb_log`; init does not run it again",
+        "not wired:",
+        "  train.py:5: not wired: the wandb.log at line 7 records this block",
+    ]

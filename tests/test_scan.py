@@ -259,7 +259,7 @@ def test_a_printed_step_is_the_step_init_records(tmp_path: Path) -> None:
     assert [(s.step, s.values) for s in sites] == [
         ("state.done", (("acc", "n"), ("loss", "loss"))),
         ("state.iteration", (("loss", "loss"),)),
-        (None, ()),
+        (None, (("loss", "loss"),)),  # `loss %.2f`: the word before the value labels it
     ]
 
 
@@ -284,7 +284,7 @@ def test_unparsable_binary_huge_and_undecodable_files_are_reported(tmp_path: Pat
     assert reasons["latin.py"].startswith("cannot decode")
     assert reasons["deep.py"].startswith("does not parse")
     assert [(s.file, s.keys) for s in result.sites] == [
-        ("cookie.py", ("loss",)),
+        ("cookie.py", ("café_loss",)),
         ("good.py", ("loss",)),
     ]
     text = scan.format_text(result)
@@ -470,3 +470,24 @@ def test_init_says_which_keys_the_default_groups_would_drop_before_writing(
         "  the suggested chart_groups init writes keep every one of them",
     ]
     assert sorted(path.name for path in tmp_path.iterdir()) == before
+
+
+def test_progress_bars_and_a_projects_own_print_are_sites(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "loop.py",
+        "def run(bar, loss, step, accelerator):\n"
+        "    bar.set_postfix(loss=loss, lr=0.1)\n"
+        "    bar.set_description(f'step {step} loss {loss:.3f}')\n"
+        "    accelerator.print(f'train loss {loss}')\n"
+        "    print0(f'step {step} | loss: {loss:.6f}')\n"
+        "    tqdm.write('loss %.3f' % loss)\n",
+    )
+    sites = scan_project(tmp_path).sites
+    assert [(s.line, s.kind, s.keys, s.step) for s in sites] == [
+        (2, "tqdm.set_postfix", ("loss", "lr"), None),
+        (3, "logger.info", ("loss",), "step"),
+        (4, "logger.info", ("train_loss",), None),
+        (5, "print", ("loss",), "step"),
+        (6, "logger.info", ("loss",), None),
+    ]

@@ -31,6 +31,7 @@ from ocms_tui.format.key_families import OTHER_CHART, suggested_chart
 from ocms_tui.onboard.scan_sites import (
     ACCELERATOR,
     HF_TRAINER,
+    LIGHTNING_CLI,
     LIGHTNING_TRAINER,
     MM_CUSTOM_HOOKS,
     MM_DEFAULT_HOOKS,
@@ -223,7 +224,7 @@ def detect_framework(sites: Sequence[Site], imports: set[str]) -> str | None:
         return "mmengine"
     if HF_TRAINER in kinds:
         return "hf"
-    if kinds & {LIGHTNING_TRAINER, SELF_LOG, SELF_LOG_DICT}:
+    if kinds & {LIGHTNING_TRAINER, LIGHTNING_CLI, SELF_LOG, SELF_LOG_DICT}:
         return "lightning"
     if ACCELERATOR in kinds or "accelerate" in imports:
         return "accelerate"

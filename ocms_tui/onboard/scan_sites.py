@@ -9,9 +9,11 @@ what `ocms-tui init` needs to record the same metrics (step and value expression
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from ocms_tui.onboard.log_lines import STEP_WORDS, read_log_line
+from ocms_tui.onboard.steps import Tree, choose_step
 
 MAX_CALL_TEXT = 80  # longest callee text shown for a site
 
@@ -26,26 +28,16 @@ LOG_METRICS = "trainer.log_metrics"
 LOGGER = "logger.info"
 PRINT = "print"
 METRICS_DICT = "metrics dict"
+TQDM = "tqdm.set_postfix"
 HF_TRAINER = "transformers.Trainer(...)"
 LIGHTNING_TRAINER = "lightning.Trainer(...)"
+LIGHTNING_CLI = "LightningCLI(...)"
 MM_CUSTOM_HOOKS = "custom_hooks"
 MM_DEFAULT_HOOKS = "default_hooks"
 
 _LOGGER_METHODS = frozenset({"info", "debug", "warning", "log"})
-# Words of a printed line that name the X axis, not a metric.
-_STEP_WORDS = frozenset({"step", "steps", "global_step", "iter", "iteration", "it", "batch"})
-# Names a training loop gives its step counter, most telling first.
-_STEP_COUNTERS = ("global_step", "step", "iteration", "global_iter", "iter_num", "it", "i")
-_LABELLED_VALUE = re.compile(
-    r"([A-Za-z_][\w/.-]*)\s*[:=]\s*(?:%[-#0 +]*\d*(?:\.\d+)?[a-zA-Z]|\{[^{}]*\})"
-)
-_LABEL_BEFORE_VALUE = re.compile(r"([A-Za-z_][\w/.-]*)\s*[:=]\s*$")
-# A printed step: `step 12`, `iter: 12`, `it=12` (the value may follow without a colon).
-_STEP_LABEL = r"\b(?:global_step|step|iteration|iter|it)\s*[:=]?\s*"
-_STEP_BEFORE_VALUE = re.compile(_STEP_LABEL + "$", re.IGNORECASE)
-_STEP_BEFORE_PLACEHOLDER = re.compile(_STEP_LABEL + r"(?=%|\{)", re.IGNORECASE)
-_PERCENT_PLACEHOLDER = re.compile(r"%[-#0 +]*\d*(?:\.\d+)?[a-zA-Z%]")
-_BRACE_PLACEHOLDER = re.compile(r"\{[^{}]*\}")
+# Methods that show one line: tqdm's bar text and `tqdm.write`, `accelerator.print`.
+_LINE_METHODS = frozenset({"set_description", "set_postfix_str", "write", "print"})
 
 
 @dataclass(frozen=True)
@@ -61,6 +53,7 @@ class Site:
     # For `ocms-tui init`: the step expression and (key, value expression) pairs when the
     # site states them, as source text. Not part of the report.
     step: str | None = field(default=None, compare=False)
+    column: int = field(default=0, compare=False)  # the call's (ast) column on `line`
     values: tuple[tuple[str, str], ...] = field(default=(), compare=False)
     metrics_expression: str | None = field(default=None, compare=False)  # the dict logged
     tag_expression: str | None = field(default=None, compare=False)  # add_scalar(s)' tag
@@ -89,6 +82,13 @@ def _code(node: ast.AST) -> str:
         return ast.unparse(node)
     except (RecursionError, ValueError):
         return "?"
+
+
+def _parse_expression(text: str) -> ast.expr | None:
+    try:
+        return ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 def _optional_code(node: ast.AST | None) -> str | None:
@@ -143,74 +143,27 @@ def _dict_items(node: ast.AST | None) -> list[tuple[str, str]]:
 
 
 def _formatted_values(
-    node: ast.expr, call: ast.Call
+    node: ast.expr, call: ast.Call, function: str
 ) -> tuple[list[tuple[str, str]], str | None] | None:
-    """(key, value source) pairs of a log line: `f"loss={loss:.3f}"`, `"loss=%f" % loss`,
-    `"loss: %f", loss` (logging's arguments), and the source of the step it prints, if
-    any. None when the line names no loss."""
-    pairs: list[tuple[str, str]] = []
-    step: str | None = None
-    if isinstance(node, ast.JoinedStr):
-        text = ""
-        for part in node.values:
-            if isinstance(part, ast.FormattedValue):
-                if step is None and _STEP_BEFORE_VALUE.search(text):
-                    step = _code(part.value)
-                label = _LABEL_BEFORE_VALUE.search(text)  # `loss=` right before `{...}`
-                key = label.group(1).lower() if label else None
-                if key and key not in _STEP_WORDS and key not in dict(pairs):
-                    pairs.append((key, _code(part.value)))
-                text += "{}"
-            else:
-                text += str(part.value) if isinstance(part, ast.Constant) else ""
-        template = text
-    else:
-        arguments: list[ast.expr]
-        placeholder = _PERCENT_PLACEHOLDER
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
-            template = _string(node.left) or ""
-            right = node.right
-            arguments = list(right.elts) if isinstance(right, ast.Tuple) else [right]
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "format"
-            and (template := _string(node.func.value)) is not None
-        ):
-            arguments, placeholder = list(node.args), _BRACE_PLACEHOLDER
-        elif (template := _string(node)) is not None:
-            arguments = list(call.args[1:])
-        else:
-            return None
-        placeholders = [m for m in placeholder.finditer(template) if m.group() != "%%"]
-
-        def argument_after(position: int) -> str | None:
-            """The argument that fills the first placeholder at or after `position`."""
-            index = next((i for i, p in enumerate(placeholders) if p.start() >= position), None)
-            return None if index is None or index >= len(arguments) else _code(arguments[index])
-
-        label = _STEP_BEFORE_PLACEHOLDER.search(template)
-        step = argument_after(label.end()) if label else None
-        for match in _LABELLED_VALUE.finditer(template):
-            key = match.group(1).lower()
-            value = argument_after(match.start())
-            if key not in _STEP_WORDS and value is not None and key not in dict(pairs):
-                pairs.append((key, value))
-    if "loss" not in template.lower() and not any("loss" in value for _, value in pairs):
+    """(key, value source) pairs of a log line and the source of the step it prints, if
+    any (see `log_lines`). None when the line names no loss."""
+    line = read_log_line(node, call, function)
+    if line is None:
         return None
-    return pairs, step
+    step = None if line.step is None else _code(line.step)
+    return [(key, _code(value)) for key, value in line.values], step
 
 
 class _SiteFinder(ast.NodeVisitor):
     """Walks one module, keeping the enclosing function's qualified name."""
 
-    def __init__(self, file_name: str, imports: frozenset[str]) -> None:
+    def __init__(self, file_name: str, imports: frozenset[str], tree: Tree) -> None:
+        self.tree = tree
         self.file_name = file_name
         self.imports = imports
         self.scope: list[str] = []
         self.class_bases: list[list[str]] = []
         self.functions: list[ast.AST] = []
-        self.loops: list[ast.For | ast.AsyncFor] = []
         self.wandb_runs: set[str] = {"wandb", "wandb.run"}  # receivers of a wandb `log`
         self.sites: list[Site] = []
 
@@ -232,40 +185,17 @@ class _SiteFinder(ast.NodeVisitor):
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
-    def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
-        self.loops.append(node)
-        self.generic_visit(node)
-        self.loops.pop()
-
-    visit_AsyncFor = visit_For
-
-    def _guess_step(self, node: ast.AST) -> str | None:
-        """The step a site without one most likely means: a step counter the function
-        assigns before it, else the innermost loop variable."""
-        scope = self.functions[-1] if self.functions else None
-        if scope is not None:
-            assigned = {
-                target.id
-                for statement in ast.walk(scope)
-                if isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign))
-                and getattr(statement, "lineno", 0) <= node.lineno  # type: ignore[attr-defined]
-                for target in (
-                    statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-                )
-                if isinstance(target, ast.Name)
-            }
-            arguments = {
-                argument.arg for argument in ast.walk(scope) if isinstance(argument, ast.arg)
-            }
-            for name in _STEP_COUNTERS:
-                if name in assigned or name in arguments:
-                    return name
-        for loop in reversed(self.loops):
-            names = [target.id for target in ast.walk(loop.target) if isinstance(target, ast.Name)]
-            preferred = [name for name in names if name in _STEP_COUNTERS]
-            if preferred or names:
-                return (preferred or names)[0]
-        return None
+    def _step_of(
+        self, node: ast.AST, step: ast.expr | None, values: Sequence[tuple[str, str]]
+    ) -> str | None:
+        """The step init records this site at (see `steps.choose_step`)."""
+        keyed = None
+        if isinstance(node, ast.Call):
+            for key, value in values:
+                if key in STEP_WORDS:
+                    keyed = _parse_expression(value)
+                    break
+        return choose_step(self.tree, node, step, keyed).expression
 
     @property
     def function(self) -> str:
@@ -284,13 +214,14 @@ class _SiteFinder(ast.NodeVisitor):
         value: ast.AST | None = None,
     ) -> None:
         pairs = tuple(values)
-        if isinstance(step, ast.expr):
-            step = _code(step)
-        step_text = step if step is not None else self._guess_step(node)
+        if isinstance(step, str):
+            step = _parse_expression(step)
+        step_text = self._step_of(node, step, pairs)
         self.sites.append(
             Site(
                 file=self.file_name,
                 line=node.lineno,
+                column=getattr(node, "col_offset", 0),
                 call=call,
                 kind=kind,
                 function=self.function,
@@ -339,10 +270,14 @@ class _SiteFinder(ast.NodeVisitor):
     def _call(self, node: ast.Call) -> None:
         func = node.func
         callee = _source_text(func)
-        if isinstance(func, ast.Name) and func.id == "print" and node.args:
-            found = _formatted_values(node.args[0], node)
+        # print, and a project's own print0/print_rank_0/print_master
+        if isinstance(func, ast.Name) and func.id.startswith("print") and node.args:
+            found = _formatted_values(node.args[0], node, self.function)
             if found is not None:
                 self._add(node, callee, PRINT, found[0], found[1])
+            return
+        if _name_of_call(func) == "LightningCLI":
+            self._add(node, callee, LIGHTNING_CLI, keys=())
             return
         if isinstance(func, (ast.Name, ast.Attribute)) and _name_of(func).endswith("Trainer"):
             if self.imports & _LIGHTNING:
@@ -387,9 +322,19 @@ class _SiteFinder(ast.NodeVisitor):
         elif method == "log_metrics" and "trainer" in receiver.lower():
             items = self._resolve_dict(_argument(node, 1, "metrics"), node)
             self._add(node, callee, LOG_METRICS, items)
+        elif method in _LINE_METHODS and node.args:
+            found = _formatted_values(node.args[0], node, self.function)
+            if found is not None:
+                self._add(node, callee, LOGGER, found[0], found[1])
+        elif method == "set_postfix":
+            items = _dict_items(_argument(node, 0, "ordered_dict"))
+            items += [(item.arg, _code(item.value)) for item in node.keywords if item.arg]
+            items = [(key, value) for key, value in items if key != "refresh"]
+            if any("loss" in key for key, _ in items):
+                self._add(node, callee, TQDM, items)
         elif method in _LOGGER_METHODS and "log" in receiver.lower() and node.args:
             message = node.args[1] if method == "log" and len(node.args) > 1 else node.args[0]
-            found = _formatted_values(message, node)
+            found = _formatted_values(message, node, self.function)
             if found is not None:
                 self._add(node, callee, LOGGER, found[0], found[1])
 
@@ -425,6 +370,10 @@ class _SiteFinder(ast.NodeVisitor):
 
 
 _LIGHTNING = frozenset({"lightning", "pytorch_lightning"})
+
+
+def _name_of_call(func: ast.expr) -> str:
+    return _name_of(func) if isinstance(func, (ast.Name, ast.Attribute)) else ""
 
 
 def _name_of(func: ast.Name | ast.Attribute) -> str:
@@ -463,7 +412,7 @@ def _looks_like_mmengine_config(module: ast.Module) -> bool:
 def find_sites(module: ast.Module, file_name: str) -> tuple[list[Site], frozenset[str]]:
     """The metric-logging sites of one parsed module, and the packages it imports."""
     imports = imported_packages(module)
-    finder = _SiteFinder(file_name, imports)
+    finder = _SiteFinder(file_name, imports, Tree(module))
     try:
         finder.visit(module)
     except RecursionError:

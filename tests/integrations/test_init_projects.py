@@ -6,6 +6,9 @@ the framework's metrics belong to."""
 from __future__ import annotations
 
 import os
+import pickle
+import random
+import re
 import shutil
 import subprocess
 import sys
@@ -153,3 +156,317 @@ def test_an_edited_loop_records_on_rank_zero_only(tmp_path: Path) -> None:
         assert completed.returncode == 0, completed.stderr
     assert not (project / "rank1").exists()
     assert (project / "rank0" / "ocms_metrics" / "loss.csv").read_text().count("\n") == 5
+
+
+# -- real public training scripts --------------------------------------------------------
+
+REAL_SCRIPTS = Path(__file__).parents[1] / "real_scripts"
+
+
+def _pristine_pair(tmp_path: Path, name: str) -> tuple[Path, Path]:
+    """Two copies of a real script's folder: one stays as written, one gets `init --write`."""
+    original, wired = tmp_path / "original", tmp_path / "wired"
+    shutil.copytree(REAL_SCRIPTS / name, original)
+    shutil.copytree(REAL_SCRIPTS / name, wired)
+    return original, wired
+
+
+def _init_write(project: Path) -> str:
+    completed = subprocess.run(
+        [sys.executable, "-m", "ocms_tui", "init", str(project), "--write", "--force"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    return completed.stdout
+
+
+def _train(project: Path, arguments: list[str], metrics: Path | None = None) -> str:
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    if metrics is not None:
+        environment["METRICS"] = str(metrics)
+    completed = subprocess.run(
+        [sys.executable, *arguments],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=environment,
+    )
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    return completed.stdout
+
+
+def test_real_nanogpt_records_its_iteration_loss_at_iter_num(
+    tmp_path: Path, recorded_run: Callable[[Path], Any]
+) -> None:
+    """karpathy/nanoGPT train.py: wandb is off by default, the loss is printed every
+    iteration (`iter {iter_num}: loss {lossf:.4f}`) and the evaluation every 10."""
+    numpy = pytest.importorskip("numpy")
+    pytest.importorskip("torch")
+    original, wired = _pristine_pair(tmp_path, "nanogpt")
+    for project in (original, wired):
+        data = project / "data" / "ocms_tiny"
+        data.mkdir(parents=True)
+        generator = numpy.random.default_rng(0)
+        for split in ("train", "val"):
+            generator.integers(0, 32, size=2000, dtype=numpy.uint16).tofile(data / f"{split}.bin")
+        (data / "meta.pkl").write_bytes(pickle.dumps({"vocab_size": 32}))
+    plan = _init_write(wired)
+    assert "train.py:327  print\n    step: iter_num" in plan
+    assert "recorded after `if wandb_log:` (off by default)" in plan
+    assert "bench.py: left alone: its name says it does not train" in plan
+    assert (wired / "bench.py").read_bytes() == (original / "bench.py").read_bytes()
+    arguments = ["train.py", "config/ocms_tiny.py"]
+    printed = _printed_losses(_train(original, arguments))
+    assert _printed_losses(_train(wired, arguments, tmp_path / "metrics")) == printed
+    run = recorded_run(tmp_path / "metrics")
+    loss = run.series("loss", "loss")
+    assert sorted(loss) == list(range(21))  # iter_num 0..20, not a call counter
+    assert {step: round(value, 4) for step, value in loss.items()} == printed
+    assert sorted(run.series("loss", "val_loss")) == [0, 10, 20]
+    assert "iter" not in {name for chart in run.charts.values() for name in chart.y_axis}
+
+
+def _printed_losses(output: str) -> dict[int, float]:
+    found = re.findall(r"^iter (\d+): loss ([\d.]+),", output, re.MULTILINE)
+    return {int(step): float(loss) for step, loss in found}
+
+
+def test_real_pytorch_mnist_steps_grow_across_epochs_and_test_values_stay_apart(
+    tmp_path: Path, recorded_run: Callable[[Path], Any]
+) -> None:
+    """pytorch/examples mnist/main.py: `batch_idx` restarts each epoch, the test loss and
+    the count of correct answers are printed by `test()`."""
+    pytest.importorskip("torch")
+    original, wired = _pristine_pair(tmp_path, "pytorch_mnist")
+    plan = _init_write(wired)
+    assert "step: epoch * len(train_loader) + batch_idx" in plan
+    arguments = ["ocms_shim_run.py", "main.py", "--epochs", "2", "--batch-size", "32"]
+    arguments += ["--test-batch-size", "64", "--log-interval", "2", "--no-accel"]
+    output = _train(original, arguments)
+    assert _train(wired, arguments, tmp_path / "metrics") == output  # the same training
+    run = recorded_run(tmp_path / "metrics")
+    batches = 256 // 32
+    printed = {
+        int(epoch) * batches + int(seen) // 32: float(loss)
+        for epoch, seen, loss in re.findall(
+            r"Train Epoch: (\d+) \[(\d+)/\d+ .*Loss: ([\d.]+)", output
+        )
+    }
+    loss = run.series("loss", "loss")
+    assert {step: round(value, 6) for step, value in loss.items()} == printed
+    assert sorted(loss) == sorted(set(loss)) and len(loss) == 8  # never restarted
+    tests = re.findall(r"Average loss: ([\d.]+), Accuracy: (\d+)/(\d+)", output)
+    test_loss = run.series("loss", "test_loss")
+    assert [round(value, 4) for value in test_loss.values()] == [float(t[0]) for t in tests]
+    accuracy = run.series("eval_score", "test_accuracy")
+    assert list(accuracy.values()) == pytest.approx([int(c) / int(n) for _, c, n in tests])
+
+
+def test_real_lightning_cli_gets_the_callback_through_trainer_defaults(
+    tmp_path: Path, recorded_run: Callable[[Path], Any]
+) -> None:
+    """Lightning's LightningCLI example: init once copied the hook, edited nothing and
+    exited 0. Now the CLI gets `trainer_defaults={"callbacks": [OcmsCallback()]}`; the
+    saved config stays the user's (no callback object in it)."""
+    pytest.importorskip("lightning")
+    pytest.importorskip("jsonargparse")
+    original, wired = _pristine_pair(tmp_path, "lightning_cli")
+    plan = _init_write(wired)
+    assert "LightningCLI gets OcmsCallback()" in plan
+    arguments = ["ocms_shim_run.py", "backbone_image_classifier.py", "--trainer.max_epochs=2"]
+    arguments += ["--trainer.limit_train_batches=4", "--trainer.limit_val_batches=2"]
+    arguments += ["--trainer.limit_test_batches=2", "--trainer.limit_predict_batches=1"]
+    arguments += ["--trainer.accelerator=cpu", "--trainer.enable_progress_bar=false"]
+    arguments += ["--trainer.log_every_n_steps=1", "--trainer.logger=false"]
+    predictions = _train(original, arguments)
+    assert _train(wired, arguments, tmp_path / "metrics") == predictions  # same training
+    run = recorded_run(tmp_path / "metrics")
+    assert sorted(run.series("loss", "train_loss")) == list(range(8))  # trainer.global_step
+    assert "test_loss" in run.charts["loss"].y_axis
+    config = next(wired.rglob("config.yaml")).read_text()
+    assert "callbacks: null" in config
+
+
+def test_real_accelerate_example_records_with_and_without_tracking(
+    tmp_path: Path, recorded_run: Callable[[Path], Any]
+) -> None:
+    """Accelerate's complete_nlp_example: `accelerator.log` sits under `if
+    args.with_tracking:` and logs at `step=epoch`. A default run now records accuracy and
+    F1 at `overall_step`; with --with_tracking the train_loss only that branch computes is
+    recorded too, and equals the tracker's."""
+    pytest.importorskip("accelerate")
+    event_accumulator = pytest.importorskip(
+        "tensorboard.backend.event_processing.event_accumulator"
+    )
+    original, wired = _pristine_pair(tmp_path, "accelerate_nlp")
+    plan = _init_write(wired)
+    assert "step: overall_step" in plan
+    assert "recorded inside `if args.with_tracking:`" in plan
+    arguments = ["ocms_shim_run.py", "complete_nlp_example.py", "--cpu"]
+    output = _train(original, arguments)
+    assert _train(wired, arguments, tmp_path / "default") == output
+    run = recorded_run(tmp_path / "default")
+    printed = re.findall(r"epoch (\d+): \{'accuracy': ([\d.]+), 'f1': ([\d.]+)\}", output)
+    steps_per_epoch = 64 // 16
+    assert run.series("eval_score", "accuracy") == {
+        (int(epoch) + 1) * steps_per_epoch: float(accuracy) for epoch, accuracy, _ in printed
+    }
+    assert "loss" not in run.charts  # the default run computes no train_loss
+    tracking = [*arguments, "--with_tracking", "--project_dir", str(tmp_path / "trackers")]
+    os.environ.update(
+        MLFLOW_TRACKING_URI=f"file:{tmp_path / 'mlruns'}", MLFLOW_ALLOW_FILE_STORE="true"
+    )
+    try:
+        _train(wired, tracking, tmp_path / "tracking")
+    finally:
+        for name in ("MLFLOW_TRACKING_URI", "MLFLOW_ALLOW_FILE_STORE"):
+            os.environ.pop(name, None)
+    run = recorded_run(tmp_path / "tracking")
+    events = next((tmp_path / "trackers").rglob("events.out.tfevents.*")).parent
+    accumulator = event_accumulator.EventAccumulator(str(events))
+    accumulator.Reload()
+    reported = {e.step: e.value for e in accumulator.Scalars("train_loss")}  # step = epoch
+    recorded = run.series("loss", "train_loss")
+    assert sorted(recorded) == [4, 8, 12]
+    assert [round(recorded[(epoch + 1) * steps_per_epoch], 5) for epoch in sorted(reported)] == [
+        round(value, 5) for _, value in sorted(reported.items())
+    ]
+
+
+def test_real_word_language_model_gets_a_counter_that_grows_across_epochs(
+    tmp_path: Path, recorded_run: Callable[[Path], Any]
+) -> None:
+    """pytorch/examples word_language_model: `train()` is called once an epoch and logs
+    its restarting `batch` index; the epoch loop and the final test print at module level."""
+    pytest.importorskip("torch")
+    original, wired = _pristine_pair(tmp_path, "word_language_model")
+    words = [
+        "the",
+        "cat",
+        "sat",
+        "on",
+        "a",
+        "mat",
+        "while",
+        "dogs",
+        "ran",
+        "far",
+        "away",
+        "from",
+        "home",
+    ]
+    for project in (original, wired):
+        (project / "tiny").mkdir()
+        for name, lines in (("train.txt", 40), ("valid.txt", 10), ("test.txt", 10)):
+            pick = random.Random(name)
+            text = "".join(
+                " ".join(pick.choice(words) for _ in range(8)) + "\n" for _ in range(lines)
+            )
+            (project / "tiny" / name).write_text(text)
+    plan = _init_write(wired)
+    assert "init adds a counter that grows by one each iteration of the loop at line 171" in plan
+    arguments = ["main.py", "--data", "tiny", "--emsize", "8", "--nhid", "8", "--nlayers", "1"]
+    arguments += ["--epochs", "2", "--bptt", "5", "--batch_size", "4", "--log-interval", "2"]
+
+    def without_timing(output: str) -> str:
+        return re.sub(r"ms/batch +[\d.]+|time: +[\d.]+s", "", output)
+
+    output = _train(original, arguments)
+    assert without_timing(_train(wired, arguments, tmp_path / "metrics")) == without_timing(output)
+    run = recorded_run(tmp_path / "metrics")
+    printed = re.findall(r"\| epoch +(\d+) \| +(\d+)/ *(\d+) batches .*\| loss +([\d.]+)", output)
+    batches_per_epoch = int(printed[0][2])  # len(train_data) // bptt
+    loss = run.series("loss", "loss")
+    assert {step: round(value, 2) for step, value in loss.items()} == {
+        (int(epoch) - 1) * batches_per_epoch + int(batch): float(value)
+        for epoch, batch, _, value in printed
+    }
+    valid = re.findall(r"valid loss +([\d.]+)", output)
+    assert [round(v, 2) for v in run.series("loss", "valid_loss").values()] == list(
+        map(float, valid)
+    )
+    test = re.findall(r"test loss +([\d.]+)", output)
+    assert [round(v, 2) for v in run.series("loss", "test_loss").values()] == list(map(float, test))
+
+
+def test_real_vae_keeps_the_epoch_average_apart_from_the_batch_loss(
+    tmp_path: Path, recorded_run: Callable[[Path], Any]
+) -> None:
+    """pytorch/examples vae: `Loss` per logged batch, `Average loss` per epoch (both in
+    `train(epoch)`), `Test set loss` in `test(epoch)`: three series, not one."""
+    pytest.importorskip("torch")
+    original, wired = _pristine_pair(tmp_path, "vae")
+    for project in (original, wired):  # the MNIST stand-in, kept once with mnist/
+        shutil.copy(REAL_SCRIPTS / "pytorch_mnist" / "ocms_shim_run.py", project)
+    plan = _init_write(wired)
+    assert "step: epoch * len(train_loader) + batch_idx" in plan
+    arguments = ["ocms_shim_run.py", "main.py", "--epochs", "2", "--batch-size", "32"]
+    arguments += ["--log-interval", "2", "--no-accel"]
+    output = _train(original, arguments)
+    assert _train(wired, arguments, tmp_path / "metrics") == output
+    run = recorded_run(tmp_path / "metrics")
+    printed = re.findall(r"Train Epoch: (\d+) \[(\d+)/\d+ .*Loss: ([\d.]+)", output)
+    loss = run.series("loss", "loss")
+    assert {step: round(value, 6) for step, value in loss.items()} == {
+        int(epoch) * 8 + int(seen) // 32: float(value) for epoch, seen, value in printed
+    }
+    averages = [float(v) for v in re.findall(r"Average loss: ([\d.]+)", output)]
+    assert [round(v, 4) for v in run.series("loss", "average_loss").values()] == averages
+    tests = [float(v) for v in re.findall(r"Test set loss: ([\d.]+)", output)]
+    assert [round(v, 4) for v in run.series("loss", "test_loss").values()] == tests
+
+
+def test_real_mingpt_callback_records_at_the_trainers_iter_num(
+    tmp_path: Path, recorded_run: Callable[[Path], Any]
+) -> None:
+    """minGPT chargpt: the project's own Trainer, a `batch_end_callback` that prints
+    `iter {trainer.iter_num}: train loss {trainer.loss.item():.5f}` every 10 iterations."""
+    pytest.importorskip("torch")
+    original, wired = _pristine_pair(tmp_path, "mingpt_chargpt")
+    pick = random.Random(0)
+    words = ["to", "be", "or", "not", "that", "is", "the", "question", "O", "God,", "O", "God!"]
+    text = " ".join(pick.choice(words) for _ in range(800))  # holds the sampling prompt
+    for project in (original, wired):
+        (project / "input.txt").write_text(text)
+    plan = _init_write(wired)
+    assert "step: trainer.iter_num" in plan
+    arguments = ["chargpt.py", "--trainer.max_iters=30", "--model.model_type=None"]
+    arguments += ["--model.n_layer=1", "--model.n_head=1", "--model.n_embd=16"]
+    arguments += ["--data.block_size=8", "--trainer.batch_size=4", "--trainer.num_workers=0"]
+    arguments += ["--trainer.device=cpu"]
+
+    def without_timing(output: str) -> str:
+        return re.sub(r"iter_dt [\d.]+ms", "", output)
+
+    output = _train(original, arguments)
+    assert without_timing(_train(wired, arguments, tmp_path / "metrics")) == without_timing(output)
+    run = recorded_run(tmp_path / "metrics")
+    printed = re.findall(r"iter (\d+): train loss ([\d.]+)", output)
+    recorded = run.series("loss", "train_loss")
+    assert {step: round(value, 5) for step, value in recorded.items()} == {
+        int(step): float(value) for step, value in printed
+    }
+    assert sorted(recorded) == [0, 10, 20]
+
+
+def test_real_accelerate_tracking_example_logs_at_its_epoch(
+    tmp_path: Path, recorded_run: Callable[[Path], Any]
+) -> None:
+    """Accelerate's by_feature/tracking.py counts no iterations and logs `step=epoch`
+    under `if args.with_tracking:`: a default run records accuracy and F1 at the epoch."""
+    pytest.importorskip("accelerate")
+    original, wired = _pristine_pair(tmp_path, "accelerate_tracking")
+    for project in (original, wired):  # the GLUE stand-in, kept once with accelerate_nlp/
+        shutil.copy(REAL_SCRIPTS / "accelerate_nlp" / "ocms_shim_run.py", project)
+    plan = _init_write(wired)
+    assert "step: epoch  (the step the script logs with, `epoch`: nothing in the script" in plan
+    arguments = ["ocms_shim_run.py", "tracking.py", "--cpu"]
+    output = _train(original, arguments)
+    assert _train(wired, arguments, tmp_path / "metrics") == output
+    run = recorded_run(tmp_path / "metrics")
+    printed = re.findall(r"epoch (\d+): \{'accuracy': ([\d.]+), 'f1': ([\d.]+)\}", output)
+    assert run.series("eval_score", "f1") == {int(e): float(f1) for e, _, f1 in printed}
+    assert "epoch" not in run.charts  # the x axis, not a metric

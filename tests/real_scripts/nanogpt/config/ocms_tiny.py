@@ -1,0 +1,23 @@
+# A tiny CPU run of train.py on the generated data/ocms_tiny (this project's file).
+out_dir = "out-tiny"
+dataset = "ocms_tiny"
+eval_interval = 10
+eval_iters = 2
+log_interval = 1
+always_save_checkpoint = False
+wandb_log = False
+gradient_accumulation_steps = 1
+batch_size = 2
+block_size = 8
+n_layer = 1
+n_head = 1
+n_embd = 16
+dropout = 0.0
+learning_rate = 1e-3
+max_iters = 20
+lr_decay_iters = 20
+warmup_iters = 2
+min_lr = 1e-4
+device = "cpu"
+dtype = "float32"
+compile = False
