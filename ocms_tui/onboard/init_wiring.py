@@ -200,7 +200,7 @@ class _FileWiring:
             if line is None:
                 return [], None, None
             return (
-                [(repr(key), _as_fraction(key, value)) for key, value in line.values],
+                [(repr(key), value) for key, value in line.values],
                 line.step,
                 None,
             )
@@ -324,7 +324,17 @@ class _FileWiring:
     def expression_for(
         self, wiring: Wiring, key: str, value: ast.expr, guarded: set[str]
     ) -> str | None:
-        """What the added call reads for `value`: its own text, or a fresh name bound once."""
+        """What the added call reads for `value`: its own text, or a fresh name bound once.
+        An accuracy the script prints as a percentage is recorded as the fraction it is
+        (`--check` warns of an accuracy above 1, with the same name pattern)."""
+        read = self.reading_for(wiring, key, value, guarded)
+        if read is not None and FRACTION_NAME.search(_key_text(key)) and is_percentage(value):
+            return f"({read}) / 100"
+        return read
+
+    def reading_for(
+        self, wiring: Wiring, key: str, value: ast.expr, guarded: set[str]
+    ) -> str | None:
         read = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
         if wiring.guard is not None:
             if read & guarded:
@@ -366,16 +376,6 @@ class _FileWiring:
                     "comes after a call on the same statement; moving it first would reorder them"
                 )
         return None
-
-
-def _as_fraction(key: str, value: ast.expr) -> ast.expr:
-    """An accuracy the script prints as a percentage is recorded as the fraction it is
-    (`--check` warns of an accuracy above 1): the same value divided by 100, where reading
-    it again changes nothing; otherwise as printed."""
-    if not (FRACTION_NAME.search(key) and is_percentage(value) and rereadable(value)):
-        return value
-    fraction = ast.BinOp(left=value, op=ast.Div(), right=ast.Constant(100))
-    return ast.fix_missing_locations(ast.copy_location(fraction, value))
 
 
 def _key_text(key: str) -> str:
