@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 from ocms_recorder import CSV_SUFFIX, METRICS_JSON
 
+from ocms_tui.follow.health import SeriesHealth
 from ocms_tui.follow.reader import CsvFollower, FileState, Preview, resolve_inside
 from ocms_tui.follow.series import SeriesStats, SeriesStore, ShownSeries
 from ocms_tui.format.directories import DirectoryProblem, directory_problem
@@ -76,10 +77,19 @@ class ChartData:
     """
 
     def __init__(
-        self, spec: ChartSpec, directory: Path, settle_seconds: float, keep_values: bool = True
+        self,
+        spec: ChartSpec,
+        directory: Path,
+        settle_seconds: float,
+        keep_values: bool = True,
+        health: bool = True,
     ) -> None:
         self.spec = spec
-        self.follower = CsvFollower(directory, spec.file, spec.y_axis, settle_seconds)
+        self._watch_health = health
+        self._health = self._new_health()
+        self.follower = CsvFollower(
+            directory, spec.file, spec.y_axis, settle_seconds, chart=spec.name
+        )
         self._store = SeriesStore(len(spec.y_axis), keep_values)
         self._preview: SeriesStore | None = None
         self._preview_identity: tuple[int, int] | None = None
@@ -205,8 +215,12 @@ class ChartData:
     def _drop_preview(self) -> None:
         self._preview = self._preview_identity = None
 
+    def _new_health(self) -> tuple[SeriesHealth, ...]:
+        return tuple(SeriesHealth(name) for name in self.spec.y_axis) if self._watch_health else ()
+
     def _reset_store(self) -> None:
         self._store = SeriesStore(len(self.spec.y_axis), self._store.keep_values)
+        self._health = self._new_health()
         self._drop_preview()
 
     def _append(self, parsed: ParsedRows) -> None:
@@ -215,12 +229,29 @@ class ChartData:
             # Size the buffers once for the whole file instead of growing them.
             store.reserve(max(parsed.rows, int(self.follower.expected_rows() * 1.02)))
         store.append(parsed)
+        for health, column in zip(self._health, parsed.columns, strict=False):
+            health.feed(parsed.steps, column)
         if self._preview is not None:
             # The rows are not on screen yet, so no other thread draws from their M4
             # pyramids: extend those of the default view here, block by block beside the
             # parsing, instead of all at once on the UI thread when the rows are shown.
             for series in range(len(self.spec.y_axis)):
                 store.shown(series, 0.0, False).pyramid.extend(store.values(series))
+
+    def health_problems(self) -> list[Problem]:
+        """Spikes and divergences of this chart's series (with those the rows so far end in)."""
+        return [
+            Problem(
+                Rule(finding.rule),
+                self.file,
+                finding.message,
+                chart=self.name,
+                series=health.name,
+                step=finding.step,
+            )
+            for health in self._health
+            for finding in (*health.findings, *health.pending())
+        ]
 
     def file_problems(self) -> list[Problem]:
         """Row problems found so far plus the file's current state."""
@@ -283,9 +314,12 @@ class RunModel:
         directory: str | os.PathLike[str],
         settle_seconds: float = 1.0,
         keep_values: bool = True,
+        health: bool = True,
     ) -> None:
         """`keep_values=False`: count rows and keep stats and problems, but not the series
-        themselves (a one-shot check of a huge run then needs almost no memory)."""
+        themselves (a one-shot check of a huge run then needs almost no memory).
+        `health=False`: no spike or divergence findings (`--no-health`)."""
+        self.health = health
         self.directory = Path(directory)
         self.settle_seconds = settle_seconds
         self.keep_values = keep_values
@@ -427,7 +461,7 @@ class RunModel:
         current = {chart.spec: chart for chart in self.charts}
         charts = tuple(
             current.get(spec)
-            or ChartData(spec, self.directory, self.settle_seconds, self.keep_values)
+            or ChartData(spec, self.directory, self.settle_seconds, self.keep_values, self.health)
             for spec in specs
         )
         for chart, spec in zip(charts, specs, strict=True):
@@ -451,6 +485,7 @@ class RunModel:
             )
         for chart in self.charts:
             problems.extend(chart.file_problems())
+            problems.extend(chart.health_problems())
         problems.extend(self._orphan_problems())
         return problems
 

@@ -56,6 +56,10 @@ class Rule(str, Enum):
     NON_FINITE = "non-finite"
     PARTIAL_LINE = "partial-line"
     EMPTY_CHART = "empty-chart"
+    # Curve health (follow/health.py): what the numbers do, not how they are written.
+    SPIKE = "spike"
+    DIVERGENCE = "divergence"
+    STALLED = "stalled"
 
     @property
     def severity(self) -> Severity:
@@ -68,7 +72,12 @@ _WARNINGS = {
     Rule.NON_FINITE,
     Rule.PARTIAL_LINE,
     Rule.EMPTY_CHART,
+    Rule.SPIKE,
+    Rule.DIVERGENCE,
+    Rule.STALLED,
 }
+# The rules that judge a curve's health, which --no-health turns off and --fail-on may raise.
+HEALTH_RULES = frozenset({Rule.NON_FINITE, Rule.SPIKE, Rule.DIVERGENCE, Rule.STALLED})
 _SEVERITY = {rule: Severity.WARNING if rule in _WARNINGS else Severity.ERROR for rule in Rule}
 
 # A file with thousands of bad rows reports this many per rule, then one summary line.
@@ -88,14 +97,15 @@ class Problem:
     chart: str | None = None
     series: str | None = None
     step: int | None = None
+    failing: bool = False  # a warning the user made an error (`--fail-on RULE`)
 
     @property
     def severity(self) -> Severity:
-        return self.rule.severity
+        return Severity.ERROR if self.failing else self.rule.severity
 
     @property
     def is_error(self) -> bool:
-        return self.rule.severity is Severity.ERROR
+        return self.severity is Severity.ERROR
 
     def sort_key(self) -> tuple[str, bool, int, str]:
         return (self.path, self.overflow, self.line or 0, self.rule.value)
@@ -126,11 +136,21 @@ class ProblemCollector:
         self.suppressed: dict[Rule, int] = {}
         self._counts: dict[Rule, int] = {}
 
-    def add(self, rule: Rule, message: str, line: int | None = None) -> None:
+    def add(
+        self,
+        rule: Rule,
+        message: str,
+        line: int | None = None,
+        where: tuple[str | None, str | None, int | None] = (None, None, None),
+    ) -> None:
+        """`where`: the problem's (chart, series, step), when it has a place in the picture."""
         count = self._counts.get(rule, 0) + 1
         self._counts[rule] = count
         if count <= self.cap:
-            self.problems.append(Problem(rule, self.path, message, line))
+            chart, series, step = where
+            self.problems.append(
+                Problem(rule, self.path, message, line, False, chart, series, step)
+            )
         else:
             self.suppressed[rule] = self.suppressed.get(rule, 0) + 1
 

@@ -1,0 +1,181 @@
+"""Curve health detectors (follow/health.py) as plain functions, and through RunModel."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ocms_tui.follow.health import (
+    LEVEL_BLOCK,
+    STALL_MIN_SECONDS,
+    SeriesHealth,
+    scan,
+    stalled_for,
+)
+from ocms_tui.follow.model import RunModel
+
+ROWS = 1000
+STEPS = np.arange(ROWS, dtype=np.int64) * 5
+
+
+def noisy_loss(seed: int = 0, noise: float = 0.3) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return (0.3 + 2.0 * np.exp(-np.arange(ROWS) / 200)) * (1 + noise * rng.uniform(-1, 1, ROWS))
+
+
+def rules(findings) -> list[tuple[str, int]]:
+    return [(finding.rule, finding.step) for finding in findings]
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("name", ["loss", "eval_accuracy", "grad_norm"])
+def test_healthy_noisy_curves_raise_nothing(seed: int, name: str) -> None:
+    assert scan(name, STEPS, noisy_loss(seed)) == []
+
+
+def test_a_x20_spike_is_found_at_its_step_and_named() -> None:
+    values = noisy_loss()
+    values[600] *= 20
+    findings = scan("loss", STEPS, values)
+    assert rules(findings) == [("spike", 3000)]
+    assert findings[0].value == values[600]
+    assert "loss spikes to" in findings[0].message and "step 3000" in findings[0].message
+
+
+def test_a_downward_spike_of_a_series_around_zero_is_found() -> None:
+    rng = np.random.default_rng(1)
+    values = rng.normal(0.0, 1.0, ROWS)
+    values[500] = -40.0
+    assert rules(scan("reward", STEPS, values)) == [("spike", 2500)]
+
+
+def test_a_short_burst_is_one_spike_and_a_new_level_is_none() -> None:
+    values = noisy_loss(noise=0.05)
+    values[400:403] *= 30  # three rows out, then back: one spike
+    values[700:] *= 30  # out for good: a new level (a loss term switched on), not a spike
+    findings = scan("aux", STEPS, values)
+    assert rules(findings) == [("spike", 2000)]
+    assert "(3 rows)" in findings[0].message
+
+
+def test_an_exponential_rise_of_a_loss_is_divergence_near_its_start() -> None:
+    values = noisy_loss()
+    rise = np.arange(ROWS - 600)
+    values[600:] += 0.5 * (2.0 ** (rise / 20) - 1)
+    findings = scan("train_loss", STEPS, values)
+    assert [finding.rule for finding in findings] == ["divergence"]
+    assert 5 * (600 - LEVEL_BLOCK) <= findings[0].step <= 5 * (600 + 48)
+
+
+def test_divergence_is_for_loss_like_names_only() -> None:
+    values = noisy_loss()
+    values[600:] += 0.5 * (2.0 ** (np.arange(ROWS - 600) / 20) - 1)
+    assert "divergence" not in [finding.rule for finding in scan("throughput", STEPS, values)]
+
+
+def test_a_flat_noisy_loss_never_diverges() -> None:
+    rng = np.random.default_rng(3)
+    steps = np.arange(200_000, dtype=np.int64)
+    for values in (rng.normal(5, 1, len(steps)), 5 * (1 + 0.3 * rng.uniform(-1, 1, len(steps)))):
+        assert [f for f in scan("loss", steps, values) if f.rule == "divergence"] == []
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 7, 16, 17, 100, 999])
+def test_rows_one_by_one_or_all_at_once_give_the_same_findings(chunk: int) -> None:
+    values = noisy_loss()
+    values[300] *= 25
+    values[301] = math.nan  # a gap inside the excursion's neighbourhood
+    values[800:] += 0.5 * (2.0 ** (np.arange(ROWS - 800) / 15) - 1)
+    health = SeriesHealth("loss")
+    for start in range(0, ROWS, chunk):
+        health.feed(STEPS[start : start + chunk], values[start : start + chunk])
+    assert health.findings + health.pending() == scan("loss", STEPS, values)
+    assert rules(scan("loss", STEPS, values))[0] == ("spike", 1500)
+
+
+def test_a_spike_in_the_last_row_is_pending_then_confirmed_or_dropped() -> None:
+    values = noisy_loss(noise=0.05)
+    health = SeriesHealth("loss")
+    health.feed(STEPS[:500], np.concatenate((values[:499], [values[499] * 20])))
+    assert health.findings == [] and rules(health.pending()) == [("spike", 2495)]
+    health.feed(STEPS[500:501], values[500:501])  # back inside: confirmed
+    assert rules(health.findings) == [("spike", 2495)] and health.pending() == []
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.full(500, math.nan),
+        np.full(500, 0.25),
+        np.zeros(500),
+        np.array([0.7]),
+        np.array([]),
+        np.full(500, 1e307),
+        np.full(500, 5e-324),
+        np.full(500, math.inf),
+        1e307 * (1 + 0.3 * np.random.default_rng(0).uniform(-1, 1, 500)),
+        -1e307 * (1 + 0.3 * np.random.default_rng(0).uniform(-1, 1, 500)),
+        np.where(np.arange(500) % 2, 5e-324, 1e-323),  # subnormals, neighbours in binary
+        np.where(np.arange(500) % 2, 1.7e308, -1.7e308),  # the widest alternation
+    ],
+    ids=lambda values: f"{len(values)}-rows",
+)
+def test_odd_series_raise_no_finding_and_never_fail(values: np.ndarray) -> None:
+    steps = np.arange(len(values), dtype=np.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow or invalid-value warning leaks either
+        assert scan("loss", steps, values) == []
+
+
+def test_steps_that_restart_are_judged_in_row_order_without_alarm() -> None:
+    values = noisy_loss()
+    steps = np.concatenate((np.arange(600), np.arange(400))).astype(np.int64)  # a resumed run
+    assert scan("loss", steps, values) == []
+
+
+def test_stalled_needs_a_pace_and_a_silence_far_beyond_it() -> None:
+    assert stalled_for([1.0, 1.0], 10_000) is None  # no pace known yet
+    assert stalled_for([1.0, 1.0, 1.0], STALL_MIN_SECONDS - 1) is None
+    assert stalled_for([1.0, 1.0, 1.0], STALL_MIN_SECONDS + 1) == STALL_MIN_SECONDS
+    assert stalled_for([60.0, 60.0, 50.0], 601.0) == 600.0
+    assert stalled_for([60.0, 60.0, 50.0], 500.0) is None
+
+
+def write_run(directory: Path, values: list[float]) -> None:
+    from ocms_recorder import OcmsRecorder
+
+    recorder = OcmsRecorder(log_dir=str(directory))
+    for step, value in enumerate(values):
+        recorder.log(step=step, metrics={"loss": value, "accuracy": 0.5})
+    recorder.finish()
+
+
+def test_the_model_reports_findings_with_chart_series_and_step(tmp_path: Path) -> None:
+    values = noisy_loss(noise=0.05)[:300].tolist()
+    values[200] *= 20
+    values[250] = math.inf
+    write_run(tmp_path, values)
+    model = RunModel(tmp_path, settle_seconds=0.0)
+    model.load_settled()
+    found = {(p.rule.value, p.chart, p.series, p.step) for p in model.problems}
+    assert found == {("spike", "loss", "loss", 200), ("non-finite", "loss", "loss", 250)}
+    quiet = RunModel(tmp_path, settle_seconds=0.0, health=False)
+    quiet.load_settled()
+    assert [p.rule.value for p in quiet.problems] == ["non-finite"]
+
+
+def test_the_model_finds_a_spike_in_rows_appended_later(tmp_path: Path) -> None:
+    values = noisy_loss(noise=0.05)[:300].tolist()
+    write_run(tmp_path, values[:200])
+    model = RunModel(tmp_path, settle_seconds=0.0)
+    model.load_settled()
+    assert [p for p in model.problems if p.rule.value == "spike"] == []
+    with (tmp_path / "loss.csv").open("a") as handle:
+        handle.write(f"200,{values[200] * 20!r}\n201,{values[201]!r}\n")
+    change = model.refresh()
+    assert change.problems
+    assert [(p.rule.value, p.step) for p in model.problems] == [("spike", 200)]
