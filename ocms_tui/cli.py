@@ -19,6 +19,7 @@ from ocms_recorder import METRICS_JSON, resolve_metrics_dir
 from ocms_tui import __version__
 from ocms_tui.follow.report import FORMATS, ExitCode, printable
 from ocms_tui.format.directories import directory_problem
+from ocms_tui.format.problems import Rule
 from ocms_tui.ui.serve import DEFAULT_HOST, DEFAULT_MAX_SESSIONS, DEFAULT_PORT
 
 
@@ -66,6 +67,18 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _rules(text: str) -> frozenset[Rule]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    known = {rule.value: rule for rule in Rule}
+    unknown = [name for name in names if name not in known]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown rule {', '.join(map(repr, unknown)) or repr(text)}; rules: "
+            + ", ".join(sorted(known))
+        )
+    return frozenset(known[name] for name in names)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ocms-tui",
@@ -79,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
             "'ocms-tui scan PROJECT_DIR' finds where a training project logs metrics; "
             "'ocms-tui init PROJECT_DIR [--write]' adds the recorder to it; "
             "'ocms-tui import SRC --out DIR' converts TensorBoard, HF, Lightning or MLflow "
-            "logs. "
+            "logs. 'ocms-tui diff RUN BASELINE' compares a run with a baseline. "
             "Exit codes of --check: 0 no errors, 1 errors (or warnings with --strict), "
             "2 usage error or missing directory."
         ),
@@ -123,6 +136,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--strict", action="store_true", help="--check fails on warnings too (exit 1)"
+    )
+    parser.add_argument(
+        "--fail-on",
+        type=_rules,
+        default=frozenset(),
+        metavar="RULE[,RULE]",
+        help="--check: these warning rules are errors (exit 1), e.g. non-finite,spike,divergence",
+    )
+    parser.add_argument(
+        "--no-health",
+        action="store_true",
+        help="no curve health findings (spike, divergence, stalled); see docs/health.md",
     )
     parser.add_argument(
         "--size", type=_size, default=(160, 48), metavar="WxH", help="--snapshot terminal size"
@@ -195,6 +220,71 @@ def build_init_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _tolerance(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a fraction such as 0.05, got {text!r}"
+        ) from None
+    if not 0 <= value < 10:
+        raise argparse.ArgumentTypeError("the tolerance is a fraction between 0 and 10")
+    return value
+
+
+def build_diff_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ocms-tui diff",
+        description=(
+            "Compare a run with a baseline, series by series, at the steps both have: final "
+            "value, best value and the gap between the curves, lower-better for losses and "
+            "higher-better for accuracy/score/mIoU-like names (docs/health.md)."
+        ),
+        epilog="Exit codes: 0 no series worse beyond the tolerance, 1 one is, "
+        "2 a run cannot be read or nothing can be compared.",
+    )
+    parser.add_argument("run", metavar="RUN", type=_path, help="the run's metrics directory")
+    parser.add_argument("baseline", metavar="BASELINE", type=_path, help="the baseline's")
+    parser.add_argument(
+        "--tolerance",
+        type=_tolerance,
+        default=0.05,
+        metavar="FRACTION",
+        help="how much worse a series may be (relative, default 0.05 = 5%%)",
+    )
+    parser.add_argument("--format", choices=("text", "json", "github", "markdown"), default="text")
+    parser.add_argument(
+        "--higher-better",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="series NAME is better higher (repeatable; wins over its name)",
+    )
+    parser.add_argument(
+        "--lower-better",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="series NAME is better lower (repeatable)",
+    )
+    return parser
+
+
+def _diff(options: argparse.Namespace) -> int:
+    from ocms_tui.follow.diff import diff_runs, render
+
+    result = diff_runs(
+        options.run,
+        options.baseline,
+        options.tolerance,
+        higher_better=options.higher_better,
+        lower_better=options.lower_better,
+    )
+    sys.stdout.write(render(result, options.format))
+    sys.stdout.flush()
+    return result.exit_code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments[:1] == ["verify"]:
@@ -216,6 +306,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             output_dir_expr=options.output_dir_expr,
             force=options.force,
         )
+    if arguments[:1] == ["diff"]:
+        return _diff(build_diff_parser().parse_args(arguments[1:]))
     if arguments[:1] == ["import"]:
         from ocms_tui.sources.import_command import run_import
 
@@ -250,7 +342,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(options: argparse.Namespace, paths: list[Path]) -> int:
     if options.check:
-        return _check(paths, options.format, options.strict)
+        return _check(paths, options.format, options.strict, not options.no_health, options.fail_on)
     if options.serve:
         from ocms_tui.ui.serve import serve_dashboard
 
@@ -360,12 +452,20 @@ def _snapshot(paths: list[Path], out_path: Path, size: tuple[int, int]) -> int:
     return ExitCode.OK
 
 
-def _check(paths: list[Path], output_format: str, strict: bool) -> int:
+def _check(
+    paths: list[Path],
+    output_format: str,
+    strict: bool,
+    health: bool = True,
+    fail_on: frozenset[Rule] = frozenset(),
+) -> int:
     from ocms_tui.follow.checker import check_directory
     from ocms_tui.follow.report import combined_exit_code, render
     from ocms_tui.follow.runs import find_runs
 
-    results = [check_directory(directory) for directory in find_runs(paths)]
+    results = [
+        check_directory(directory, health=health, fail_on=fail_on) for directory in find_runs(paths)
+    ]
     sys.stdout.write(render(results, output_format, strict, sys.stdout))
     sys.stdout.flush()
     return combined_exit_code(results, strict)

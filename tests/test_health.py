@@ -179,3 +179,52 @@ def test_the_model_finds_a_spike_in_rows_appended_later(tmp_path: Path) -> None:
     change = model.refresh()
     assert change.problems
     assert [(p.rule.value, p.step) for p in model.problems] == [("spike", 200)]
+
+
+DATA = Path(__file__).parent / "data"
+
+
+def check_cli(*arguments: str):
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    environment = {**os.environ, "PYTHONPATH": f"{root / 'recorder'}{os.pathsep}{root}"}
+    return subprocess.run(
+        [sys.executable, "-m", "ocms_tui", "--check", *arguments],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=120,
+    )
+
+
+def test_check_warns_and_fail_on_makes_health_rules_errors() -> None:
+    import json
+
+    warned = check_cli(str(DATA / "spike"))
+    assert warned.returncode == 0 and "warning spike loss spikes to" in warned.stdout
+    failed = check_cli(str(DATA / "spike"), "--fail-on", "non-finite,spike,divergence")
+    assert failed.returncode == 1 and "error spike" in failed.stdout
+    document = json.loads(
+        check_cli(str(DATA / "divergence"), "--format", "json", "--fail-on", "divergence").stdout
+    )
+    [problem] = document["problems"]
+    assert (problem["rule"], problem["severity"]) == ("divergence", "error")
+    assert (problem["chart"], problem["series"], problem["step"]) == ("loss", "loss", 113)
+    nan = json.loads(check_cli(str(DATA / "non-finite"), "--format", "json").stdout)
+    assert {k: nan["problems"][0][k] for k in ("chart", "series", "step")} == {
+        "chart": "loss",
+        "series": "loss",
+        "step": 2,
+    }
+    github = check_cli(str(DATA / "spike"), "--format", "github", "--fail-on", "spike")
+    assert github.stdout.startswith("::error file=") and "title=spike::" in github.stdout
+
+
+def test_no_health_turns_the_findings_off_and_unknown_rules_are_refused() -> None:
+    quiet = check_cli(str(DATA / "spike"), "--no-health", "--strict")
+    assert quiet.returncode == 0 and "0 warning(s)" in quiet.stdout
+    refused = check_cli(str(DATA / "spike"), "--fail-on", "spikes")
+    assert refused.returncode == 2 and "unknown rule 'spikes'" in refused.stderr
