@@ -11,7 +11,10 @@ from fixed-size blocks (a block is summarised once, when it fills), and only row
 outside the range reach Python loops.
 
 Spike: the reference for a row is the median of the medians of the last `SPIKE_BLOCKS`
-blocks of `SPIKE_BLOCK` finite values before it, and its scale the median of their MADs.
+blocks of `SPIKE_BLOCK` finite values before it, and its scale the median of their robust
+spreads (the distance between a block's 4th-lowest and 4th-highest value, as a standard
+deviation: read off the sorted block, which also gives its median, its lowest and highest
+value, so that a block wholly inside the range costs one sort and nothing more).
 A row is outside when it is farther from that median than both `SPIKE_SIGMAS` robust
 standard deviations and `SPIKE_RELATIVE` times the median's own size. At most
 `SPIKE_MAX_ROWS` consecutive outside rows followed by a row back inside are a spike; a longer
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -41,11 +45,10 @@ from ocms_tui.format.direction import is_loss_like
 # fast fall of a short fine-tune's loss (a 200-row run is judged against its last quarter).
 SPIKE_BLOCK = 16
 SPIKE_BLOCKS = 3
-# 1.4826 x MAD estimates a standard deviation; 10 of them is rare for any noise but
-# heavy-tailed noise, which the relative bound covers: a healthy gradient norm jumps to a few
-# times its median, a broken step to tens of times.
+# 10 standard deviations is rare for any noise but heavy-tailed noise, which the relative
+# bound covers: a healthy gradient norm jumps to a few times its median, a broken step to
+# tens of times.
 SPIKE_SIGMAS = 10.0
-MAD_TO_SIGMA = 1.4826
 SPIKE_RELATIVE = 9.0  # beyond 10x the median (for a positive series)
 SPIKE_MAX_ROWS = 3
 # Below this distance nothing is outside: values this small are rounding, not training.
@@ -91,13 +94,22 @@ def _middle(values: np.ndarray) -> np.ndarray:
     return np.partition(values, n // 2, axis=-1)[..., n // 2]
 
 
-def _block_stats(values: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
-    """Median and MAD of each complete block of `values` (whose length is a multiple)."""
-    blocks = values.reshape(-1, block)
-    medians = _middle(blocks)
+def _spread_scale(block: int) -> float:
+    """What the distance between the k-th lowest and k-th highest of `block` normal values
+    (k = block // 4) is on average, in standard deviations (Blom's approximation)."""
+    rank = block // 4
+    low = NormalDist().inv_cdf((rank + 1 - 0.375) / (block + 0.25))
+    return -2.0 * low
+
+
+def _medians_and_spreads(ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of `ordered` (each row sorted): its median, and a robust standard deviation
+    from its inner quantiles, both read off the sorted row (no second pass over the rows)."""
+    block = ordered.shape[1]
+    rank = block // 4
     with np.errstate(over="ignore", invalid="ignore"):
-        mads = _middle(np.abs(blocks - medians[:, None]))
-    return medians, mads
+        spreads = (ordered[:, block - 1 - rank] - ordered[:, rank]) / _spread_scale(block)
+    return ordered[:, block // 2], spreads
 
 
 def _trailing_middle(history: np.ndarray, count: int, width: int) -> np.ndarray:
@@ -129,7 +141,7 @@ class SeriesHealth:
         # Spike state.
         self._block_values = np.zeros(0)  # finite values of the block being filled
         self._medians = np.zeros(0)  # of the last SPIKE_BLOCKS complete blocks
-        self._mads = np.zeros(0)
+        self._spreads = np.zeros(0)
         # Rows outside the range, not yet resolved: (step, value, the median they left).
         self._excursion: list[tuple[int, float, float]] = []
         self._level_change = False  # the open excursion is too long to be a spike
@@ -137,7 +149,7 @@ class SeriesHealth:
         self._level_values = np.zeros(0)
         self._level_steps = np.zeros(0, dtype=np.int64)
         self._levels = np.zeros(0)  # recent levels and the first step of each block
-        self._level_mads = np.zeros(0)
+        self._level_spreads = np.zeros(0)
         self._level_starts = np.zeros(0, dtype=np.int64)
         self._best = math.inf
         self._rising = 0  # consecutive levels that rose past the threshold
@@ -176,29 +188,40 @@ class SeriesHealth:
         carried = len(self._block_values)
         joined = np.concatenate((self._block_values, values))
         complete = len(joined) // SPIKE_BLOCK * SPIKE_BLOCK
-        new_medians, new_mads = _block_stats(joined[:complete], SPIKE_BLOCK)
+        ordered = np.sort(joined[:complete].reshape(-1, SPIKE_BLOCK), axis=1)
+        new_medians, new_spreads = _medians_and_spreads(ordered)
         medians = np.concatenate((self._medians, new_medians))
-        mads = np.concatenate((self._mads, new_mads))
+        spreads = np.concatenate((self._spreads, new_spreads))
         # Every joined value belongs to block b (0 = the one being filled before this call);
         # its reference is made of the SPIKE_BLOCKS blocks before b.
         blocks_here = complete // SPIKE_BLOCK + 1
-        reference_median = _trailing_middle(medians, blocks_here, SPIKE_BLOCKS)
-        reference_mad = _trailing_middle(mads, blocks_here, SPIKE_BLOCKS)
-        # Compare block by block (a view of the rows, no gather): pad to whole blocks.
-        padded = np.full(blocks_here * SPIKE_BLOCK, math.nan)
-        padded[: len(joined)] = joined
+        center = _trailing_middle(medians, blocks_here, SPIKE_BLOCKS)
+        spread = _trailing_middle(spreads, blocks_here, SPIKE_BLOCKS)
         with np.errstate(over="ignore", invalid="ignore"):
             limit = np.maximum(
-                np.maximum(SPIKE_SIGMAS * MAD_TO_SIGMA * reference_mad, SPIKE_FLOOR),
-                SPIKE_RELATIVE * np.abs(reference_median),
+                np.maximum(SPIKE_SIGMAS * spread, SPIKE_FLOOR), SPIKE_RELATIVE * np.abs(center)
             )
-            distance = np.abs(padded.reshape(blocks_here, SPIKE_BLOCK) - reference_median[:, None])
-            # False where there is no reference yet (NaN) and in the padding.
-            outside = (distance > limit[:, None]).reshape(-1)[carried : len(joined)]
+            # A whole block lies inside when its lowest and highest values do: only the
+            # others (and the block still filling) are looked at row by row. NaN: no
+            # reference yet, nothing is outside.
+            full = slice(0, len(ordered))
+            looked_at = np.flatnonzero(
+                (center[full] - ordered[:, 0] > limit[full])
+                | (ordered[:, -1] - center[full] > limit[full])
+            )
+        rows = [np.arange(block * SPIKE_BLOCK, (block + 1) * SPIKE_BLOCK) for block in looked_at]
+        rows.append(np.arange(complete, len(joined)))
+        candidates = np.concatenate(rows)
+        candidates = candidates[candidates >= carried]  # earlier rows were judged already
+        block_of = candidates // SPIKE_BLOCK
+        with np.errstate(over="ignore", invalid="ignore"):
+            distance = np.abs(joined[candidates] - center[block_of])
+        outside = np.zeros(len(values), dtype=bool)
+        outside[candidates[distance > limit[block_of]] - carried] = True
         self._block_values = joined[complete:]
         self._medians = medians[-SPIKE_BLOCKS:]
-        self._mads = mads[-SPIKE_BLOCKS:]
-        return self._resolve_excursions(steps, values, reference_median, carried, outside)
+        self._spreads = spreads[-SPIKE_BLOCKS:]
+        return self._resolve_excursions(steps, values, center, carried, outside)
 
     def _resolve_excursions(
         self,
@@ -260,11 +283,12 @@ class SeriesHealth:
         self._level_values, self._level_steps = joined[complete:], joined_steps[complete:]
         if not complete:
             return [], None
-        levels, mads = _block_stats(joined[:complete], LEVEL_BLOCK)
+        ordered = np.sort(joined[:complete].reshape(-1, LEVEL_BLOCK), axis=1)
+        levels, spreads = _medians_and_spreads(ordered)
         starts = joined_steps[:complete:LEVEL_BLOCK]
         # The noise: the median spread within the last blocks before each level.
-        mad_history = np.concatenate((self._level_mads, mads))
-        noise = MAD_TO_SIGMA * _trailing_middle(mad_history[:-1], len(levels), NOISE_BLOCKS)
+        spread_history = np.concatenate((self._level_spreads, spreads))
+        noise = _trailing_middle(spread_history[:-1], len(levels), NOISE_BLOCKS)
         best = np.minimum.accumulate(np.concatenate(([self._best], levels)))[1:]
         previous = np.concatenate((self._levels[-1:], levels))[-len(levels) - 1 : -1]
         if not len(self._levels):
@@ -299,7 +323,7 @@ class SeriesHealth:
         self._best = float(best[-1])
         self._levels = history[-_LEVEL_MEMORY:]
         self._level_starts = history_starts[-_LEVEL_MEMORY:]
-        self._level_mads = mad_history[-NOISE_BLOCKS:]
+        self._level_spreads = spread_history[-NOISE_BLOCKS:]
         return found, rows
 
     def _divergence(
