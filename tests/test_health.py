@@ -228,3 +228,32 @@ def test_no_health_turns_the_findings_off_and_unknown_rules_are_refused() -> Non
     assert quiet.returncode == 0 and "0 warning(s)" in quiet.stdout
     refused = check_cli(str(DATA / "spike"), "--fail-on", "spikes")
     assert refused.returncode == 2 and "unknown rule 'spikes'" in refused.stderr
+
+
+def test_a_followed_run_that_goes_silent_is_stalled(tmp_path: Path) -> None:
+    import os
+    import time
+
+    values = noisy_loss(noise=0.05)[:40].tolist()
+    write_run(tmp_path, values[:10])
+    csv = tmp_path / "loss.csv"
+    start = time.time() - 1000  # the run wrote a row every 10 s, then nothing for ~960 s
+    for path in tmp_path.iterdir():
+        os.utime(path, (start, start))
+    model = RunModel(tmp_path, settle_seconds=0.0)
+    for index in range(4):
+        with csv.open("a") as handle:
+            handle.write(f"{10 + index},{values[10 + index]!r}\n")
+        os.utime(csv, (start + 10 * index, start + 10 * index))
+        model.refresh()
+    [stalled] = [p for p in model.problems if p.rule.value == "stalled"]
+    assert (stalled.chart, stalled.step) == ("loss", 13)
+    assert "over 120 s" in stalled.message and "is the job still running?" in stalled.message
+    with csv.open("a") as handle:  # it writes again: no longer stalled
+        handle.write(f"14,{values[14]!r}\n")
+    model.refresh()
+    assert [p for p in model.problems if p.rule.value == "stalled"] == []
+    # A run only loaded once (as --check does) has no pace: never stalled.
+    once = RunModel(tmp_path, settle_seconds=0.0)
+    once.load_settled()
+    assert [p for p in once.problems if p.rule.value == "stalled"] == []

@@ -18,7 +18,12 @@ from pathlib import Path
 import numpy as np
 from ocms_recorder import CSV_SUFFIX, METRICS_JSON
 
-from ocms_tui.follow.health import SeriesHealth
+from ocms_tui.follow.health import (
+    STALL_INTERVALS,
+    STALL_MIN_SECONDS,
+    SeriesHealth,
+    stalled_for,
+)
 from ocms_tui.follow.reader import CsvFollower, FileState, Preview, resolve_inside
 from ocms_tui.follow.series import SeriesStats, SeriesStore, ShownSeries
 from ocms_tui.format.directories import DirectoryProblem, directory_problem
@@ -26,6 +31,8 @@ from ocms_tui.format.parse import ParsedRows
 from ocms_tui.format.problems import Problem, Rule
 from ocms_tui.format.schema import MAX_METRICS_JSON_BYTES, ChartSpec, parse_schema
 
+# How many recent writes make a run's pace (the `stalled` check).
+PACE_WRITES = 20
 # Listing a directory with a huge number of entries must stay cheap.
 MAX_DIRECTORY_ENTRIES = 10_000
 # While a large run loads, this many charts are read at once: polars parses without the
@@ -320,6 +327,8 @@ class RunModel:
         themselves (a one-shot check of a huge run then needs almost no memory).
         `health=False`: no spike or divergence findings (`--no-health`)."""
         self.health = health
+        # The last-write times seen to grow while following: the run's own pace (`stalled`).
+        self._write_times: list[float] = []
         self.directory = Path(directory)
         self.settle_seconds = settle_seconds
         self.keep_values = keep_values
@@ -401,6 +410,10 @@ class RunModel:
                 self.last_write = max(self.last_write or 0.0, chart.follower.mtime)
         self.loading = more and not held
         self.settling = held
+        if self.last_write is not None and (
+            not self._write_times or self.last_write > self._write_times[-1]
+        ):
+            self._write_times = [*self._write_times[-PACE_WRITES:], self.last_write]
         problems = tuple(sorted(self._collect_problems(), key=Problem.sort_key))
         problems_changed = problems != self.problems
         self.problems = problems
@@ -486,8 +499,32 @@ class RunModel:
         for chart in self.charts:
             problems.extend(chart.file_problems())
             problems.extend(chart.health_problems())
+        problems.extend(self._stalled())
         problems.extend(self._orphan_problems())
         return problems
+
+    def _stalled(self) -> list[Problem]:
+        """`stalled`: silent far longer than the run's pace (learnt while following it)."""
+        times = self._write_times
+        if not self.health or len(times) < 2:
+            return []
+        silent = time.time() - times[-1]
+        limit = stalled_for(np.diff(times).tolist(), silent)
+        if limit is None:
+            return []
+        written = [chart for chart in self.charts if chart.last_step is not None]
+        latest = max(written, key=lambda chart: chart.last_step or 0, default=None)
+        return [
+            Problem(
+                Rule.STALLED,
+                ".",
+                f"no new row for {silent:,.0f} s, over {limit:,.0f} s ({STALL_INTERVALS:g}x "
+                f"this run's usual interval between writes, at least {STALL_MIN_SECONDS:g} s):"
+                " is the job still running?",
+                chart=latest.name if latest else None,
+                step=latest.last_step if latest else None,
+            )
+        ]
 
     def _orphan_problems(self) -> list[Problem]:
         declared = self._declared_files

@@ -1,0 +1,55 @@
+"""Curve health in the dashboard: a finding reaches the problems pane and the run list
+within about a second of the row that shows it (a real directory, the real app, Pilot)."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+from app_support import append_rows, screen_text, wait_for, wait_for_text, write_layout
+
+from ocms_tui.ui.app import OcmsApp
+
+SIZE = (140, 40)
+
+
+def start_run(directory: Path, rows: int = 120) -> list[float]:
+    directory.mkdir(parents=True, exist_ok=True)
+    write_layout(directory, {"loss": ["loss"]})
+    values = [
+        0.5 + 2.0 * math.exp(-step / 30) * (1 + 0.05 * ((step * 7) % 5 - 2)) for step in range(rows)
+    ]
+    append_rows(directory / "loss.csv", [f"{step},{value!r}" for step, value in enumerate(values)])
+    return values
+
+
+async def test_a_spike_reaches_the_problems_pane_and_the_run_list_within_a_second(
+    tmp_path: Path,
+) -> None:
+    values = start_run(tmp_path / "a")
+    start_run(tmp_path / "b")  # two runs: the run list is shown
+    app = OcmsApp(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_text(pilot, "no problems")
+        written = time.monotonic()
+        append_rows(tmp_path / "a" / "loss.csv", [f"120,{values[-1] * 20!r}"])
+        # The run ends in the excursion: shown at once, as a spike still open.
+        await wait_for_text(pilot, "spike", "loss spikes to", timeout=10)
+        elapsed = time.monotonic() - written
+        # One second is the promise on an idle machine; shared CI runners get twice that.
+        assert elapsed <= 2.0, f"the finding took {elapsed:.2f} s to reach the screen"
+        print(f"spike on screen {elapsed:.2f} s after its row")
+        assert "1▲" in screen_text(app)  # the run list counts it on run a's line
+        append_rows(tmp_path / "a" / "loss.csv", [f"121,{values[-1]!r}"])  # back: confirmed
+        await wait_for(pilot, lambda: app.model is not None)
+        await wait_for_text(pilot, "loss spikes to")
+
+
+async def test_a_nan_is_listed_with_its_step(tmp_path: Path) -> None:
+    start_run(tmp_path)
+    app = OcmsApp(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_text(pilot, "no problems")
+        append_rows(tmp_path / "loss.csv", ["120,nan"])
+        await wait_for_text(pilot, "non-finite", "loss.csv:121", "loss is nan")
