@@ -145,9 +145,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="--check: these warning rules are errors (exit 1), e.g. non-finite,spike,divergence",
     )
     parser.add_argument(
+        "--notify",
+        action="store_true",
+        help="dashboard: ring the bell and send a desktop notification (through the "
+        "terminal: OSC 9 / OSC 777) once per health finding",
+    )
+    parser.add_argument(
         "--no-health",
         action="store_true",
-        help="no curve health findings (spike, divergence, stalled); see docs/health.md",
+        help="--check: no curve health findings (spike, divergence); see docs/health.md",
     )
     parser.add_argument(
         "--size", type=_size, default=(160, 48), metavar="WxH", help="--snapshot terminal size"
@@ -355,10 +361,10 @@ def _dispatch(options: argparse.Namespace, paths: list[Path]) -> int:
         )
     if options.snapshot is not None:
         return _snapshot(paths, options.snapshot, options.size)
-    return _dashboard(paths, options.poll)
+    return _dashboard(paths, options.poll, options.notify)
 
 
-def _dashboard(paths: list[Path], poll: float | None) -> int:
+def _dashboard(paths: list[Path], poll: float | None, notify: bool = False) -> int:
     """The dashboard on `paths` (runs under parents are found there). The runs are read
     from the start, on the session's thread, while Textual is imported and the screen is
     composed; the app takes the session's states over when it is up."""
@@ -377,7 +383,7 @@ def _dashboard(paths: list[Path], poll: float | None) -> int:
     try:
         from ocms_tui.ui.app import run_dashboard
 
-        return run_dashboard(paths, poll=poll, session=session)
+        return run_dashboard(paths, poll=poll, session=session, notify=notify)
     finally:
         session.stop()  # the app stops it too, unless it failed before it was up
 

@@ -53,3 +53,21 @@ async def test_a_nan_is_listed_with_its_step(tmp_path: Path) -> None:
         await wait_for_text(pilot, "no problems")
         append_rows(tmp_path / "loss.csv", ["120,nan"])
         await wait_for_text(pilot, "non-finite", "loss.csv:121", "loss is nan")
+
+
+async def test_notify_rings_once_per_finding(tmp_path: Path) -> None:
+    values = start_run(tmp_path)
+    app = OcmsApp(tmp_path, notify=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_text(pilot, "no problems")
+        assert app.notifications_sent == []
+        append_rows(tmp_path / "loss.csv", [f"120,{values[-1] * 20!r}"])
+        await wait_for(pilot, lambda: len(app.notifications_sent) == 1)
+        assert "ocms-tui spike" in app.notifications_sent[0]
+        assert app.notifications_sent[0].startswith("\a\x1b]9;")
+        append_rows(tmp_path / "loss.csv", [f"121,{values[-1]!r}", "122,nan"])
+        await wait_for_text(pilot, "non-finite")
+        await wait_for(pilot, lambda: len(app.notifications_sent) == 2)
+        assert "ocms-tui non-finite" in app.notifications_sent[1]
+        await pilot.pause(1.0)
+        assert len(app.notifications_sent) == 2  # nothing rings twice

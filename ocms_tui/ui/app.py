@@ -29,6 +29,7 @@ from textual.message import Message
 
 from ocms_tui.draw.plotting import series_color
 from ocms_tui.follow.model import RunModel
+from ocms_tui.follow.notify import Notifier, notification_for
 from ocms_tui.follow.runs import run_status
 from ocms_tui.follow.runset import OverlayChart, TrackedRun
 from ocms_tui.follow.session import (
@@ -40,6 +41,7 @@ from ocms_tui.follow.session import (
     run_key,
 )
 from ocms_tui.follow.watch import Watcher
+from ocms_tui.format.problems import Problem
 from ocms_tui.widgets.bindings import bindings
 from ocms_tui.widgets.chart_grid import ChartGrid
 from ocms_tui.widgets.chart_panel import (
@@ -113,10 +115,14 @@ class OcmsApp(App[int]):
         stale_after: float = STALE_AFTER_SECONDS,
         handle_signals: bool = False,
         session: FollowSession | None = None,
+        notify: bool = False,
     ) -> None:
         """`session`: one already reading `paths` (started before Textual was imported, so
-        that the first rows are read meanwhile); the app takes its states over."""
+        that the first rows are read meanwhile); the app takes its states over. `notify`:
+        ring the bell and send a desktop notification once per health finding (--notify)."""
         super().__init__()
+        self.notifier = Notifier() if notify else None
+        self.notifications_sent: list[str] = []
         self.handle_signals = handle_signals
         # Exit signals that came after the terminal was set up but before the app could
         # answer them (see run_dashboard): answered at once when it can.
@@ -285,12 +291,27 @@ class OcmsApp(App[int]):
                     panel.show_new_data()
         if previous is None or previous.problems != state.problems:
             self.query_one(ProblemsPane).show(state.problems)
+            self._notify(state.problems)
         self.grid.show_message(self._grid_message(state))
         self.query_one(StatusBar).show(state.status)
         if state.overlaid:
             self.run_list.show(self._run_rows(state))
         if not state.charts:
             self.session.first_screen_shown()  # nothing to draw: no reason to wait
+
+    def _notify(self, problems: tuple[Problem, ...]) -> None:
+        if self.notifier is None:
+            return
+        self.notifier.forget_missing(problems)
+        fresh = self.notifier.new_findings(problems)
+        if not fresh:
+            return
+        text = notification_for(fresh)
+        self.notifications_sent.append(text)
+        driver = self._driver
+        if driver is not None and not self.is_headless:
+            driver.write(text)
+            driver.flush()
 
     def _run_rows(self, state: SessionState) -> list[RunRow]:
         now = self.clock()
@@ -533,10 +554,11 @@ def run_dashboard(
     paths: PathArgument | Sequence[PathArgument],
     poll: float | None = None,
     session: FollowSession | None = None,
+    notify: bool = False,
 ) -> int:
     """Open the dashboard on `paths` (runs or parents of runs) until the user quits; returns
-    the exit code. `session`: see OcmsApp."""
-    app = OcmsApp(paths, poll=poll, handle_signals=True, session=session)
+    the exit code. `session`, `notify`: see OcmsApp."""
+    app = OcmsApp(paths, poll=poll, handle_signals=True, session=session, notify=notify)
 
     def noted(number: int, _frame: object) -> None:
         app.signals_before_mount.append(number)
