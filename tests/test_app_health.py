@@ -10,6 +10,7 @@ from pathlib import Path
 from app_support import append_rows, screen_text, wait_for, wait_for_text, write_layout
 
 from ocms_tui.ui.app import OcmsApp
+from ocms_tui.widgets.chart_plot import ChartPlot
 
 SIZE = (140, 40)
 
@@ -51,8 +52,15 @@ async def test_a_nan_is_listed_with_its_step(tmp_path: Path) -> None:
     app = OcmsApp(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for_text(pilot, "no problems")
-        append_rows(tmp_path / "loss.csv", ["120,nan"])
-        await wait_for_text(pilot, "non-finite", "loss.csv:121", "loss is nan")
+        assert "▼" not in screen_text(app)
+        append_rows(tmp_path / "loss.csv", ["120,nan", "121,-inf"])
+        await wait_for_text(pilot, "non-finite", "loss.csv:121", "loss is nan", "loss is -inf")
+        # Neither value can be drawn as a point: each is a mark on the chart's edge, the
+        # nan on top (▼), the -inf at the bottom (▲), at their steps.
+        await wait_for_text(pilot, "▼")
+        plot = app.query_one(ChartPlot)
+        assert [step for step, _, _ in app.model.charts[0].marks(0)] == [120, 121]
+        assert plot.plotext_builds >= 1
 
 
 async def test_notify_rings_once_per_finding(tmp_path: Path) -> None:

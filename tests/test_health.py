@@ -257,3 +257,17 @@ def test_a_followed_run_that_goes_silent_is_stalled(tmp_path: Path) -> None:
     once = RunModel(tmp_path, settle_seconds=0.0)
     once.load_settled()
     assert [p for p in once.problems if p.rule.value == "stalled"] == []
+
+
+def test_a_chart_marks_the_steps_of_its_findings(tmp_path: Path) -> None:
+    values = noisy_loss(noise=0.05)[:300].tolist()
+    values[100], values[150], values[200] = math.nan, -math.inf, values[200] * 20
+    write_run(tmp_path, values)
+    model = RunModel(tmp_path, settle_seconds=0.0)
+    model.load_settled()
+    loss = next(chart for chart in model.charts if chart.name == "loss")
+    assert loss.marks(0) == (
+        (100, "non-finite", False),
+        (150, "non-finite", True),
+        (200, "spike", False),
+    )

@@ -260,6 +260,18 @@ class ChartData:
             for finding in (*health.findings, *health.pending())
         ]
 
+    def marks(self, series: int) -> tuple[tuple[int, str, bool], ...]:
+        """Steps of series `series` a chart marks: (step, rule, below). A nan or inf is
+        marked above the curve (nothing can draw it), a -inf below it, a spike or the
+        start of a divergence above it; the first MAX_PROBLEMS_PER_RULE_AND_FILE of each."""
+        name = self.y_axis[series]
+        found = {
+            (problem.step, problem.rule.value, " is -inf;" in problem.message)
+            for problem in (*self.follower.problems, *self.health_problems())
+            if problem.series == name and problem.step is not None
+        }
+        return tuple(sorted(found))  # type: ignore[arg-type]
+
     def file_problems(self) -> list[Problem]:
         """Row problems found so far plus the file's current state."""
         follower = self.follower

@@ -32,6 +32,10 @@ from ocms_tui.widgets.keys import Scope
 from ocms_tui.widgets.safe_text import safe_text
 from ocms_tui.widgets.series_table import SeriesRow, SeriesTable
 
+# Marks of the health checks: a triangle on the edge the value lies beyond, in red.
+MARK_ABOVE = "▼"
+MARK_BELOW = "▲"
+MARK_COLOR = (230, 60, 60)
 MIN_PLOT_ROWS = 10  # a plot keeps 7 rows of curve above its legend, however long
 # Runs overlaid make long legends: a panel asks the grid for room for this many lines of it
 # and sums up the rest in its last line when the panel is smaller.
@@ -391,8 +395,32 @@ class ChartPanel(Vertical, can_focus=True):
                         rows=None if len(passes) == 1 else (start, stop),
                     )
                 )
+            series.extend(self._marks(line))
         spans = [_span(stores[key], steps) for key, steps in all_steps.items()]
         return series, self.view.log_y, _x_range(spans, self.shared.zoom)
+
+    def _marks(self, line: Line) -> list[Series]:
+        """The steps the health checks name, as marks on the chart's top (a nan, an inf, a
+        spike, where a divergence began) or bottom (a -inf) edge: a value no line can draw
+        is shown, not skipped."""
+        chart = line.source.chart
+        marks = chart.marks(line.index)
+        stats = chart.stats(line.index)
+        if not marks or stats.maximum is None or stats.minimum is None:
+            return []
+        if self.view.log_y and stats.minimum <= 0:
+            return []  # a mark at a non-positive level has no place on a log axis
+        # One series per mark: plotext joins the points of one series with a line.
+        return [
+            Series(
+                np.array([step], dtype=np.int64),
+                np.array([stats.minimum if below else stats.maximum]),
+                MARK_COLOR,
+                steps_sorted=True,
+                marker=MARK_BELOW if below else MARK_ABOVE,
+            )
+            for step, _, below in marks
+        ]
 
     def _shown_range(self, zoom: int) -> tuple[float, float] | None:
         stores = [chart.drawn() for chart in self.charts]
