@@ -41,7 +41,8 @@ async def test_a_spike_reaches_the_problems_pane_and_the_run_list_within_a_secon
         # One second is the promise on an idle machine; shared CI runners get twice that.
         assert elapsed <= 2.0, f"the finding took {elapsed:.2f} s to reach the screen"
         print(f"spike on screen {elapsed:.2f} s after its row")
-        assert "1▲" in screen_text(app)  # the run list counts it on run a's line
+        # The run list counts it on run a's line and names it.
+        assert "1▲ ⚠ spike" in screen_text(app)
         append_rows(tmp_path / "a" / "loss.csv", [f"121,{values[-1]!r}"])  # back: confirmed
         await wait_for(pilot, lambda: app.model is not None)
         await wait_for_text(pilot, "loss spikes to")

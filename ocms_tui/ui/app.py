@@ -41,7 +41,7 @@ from ocms_tui.follow.session import (
     run_key,
 )
 from ocms_tui.follow.watch import Watcher
-from ocms_tui.format.problems import Problem
+from ocms_tui.format.problems import HEALTH_RULES, Problem
 from ocms_tui.widgets.bindings import bindings
 from ocms_tui.widgets.chart_grid import ChartGrid
 from ocms_tui.widgets.chart_panel import (
@@ -328,6 +328,9 @@ class OcmsApp(App[int]):
                 ),
                 problems=len(run.model.problems),
                 shown=run_key(run) not in state.hidden_runs,
+                health=next(
+                    (p.rule.value for p in run.model.problems if p.rule in HEALTH_RULES), None
+                ),
             )
             for run in state.runs
         ]

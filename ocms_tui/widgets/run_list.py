@@ -31,6 +31,7 @@ class RunRow:
     last_step: int | None
     problems: int
     shown: bool
+    health: str | None = None  # the first health finding's rule ("spike", "divergence"...)
 
 
 def run_prompt(row: RunRow) -> Content:
@@ -48,6 +49,8 @@ def run_prompt(row: RunRow) -> Content:
     ]
     if row.problems:
         parts.append((f" {row.problems}▲", "$warning"))
+    if row.health:
+        parts.append((f" ⚠ {row.health}", "bold $error"))
     return Content.assemble(*parts)
 
 
