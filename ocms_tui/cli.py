@@ -145,6 +145,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="--check: these warning rules are errors (exit 1), e.g. non-finite,spike,divergence",
     )
     parser.add_argument(
+        "--baseline",
+        metavar="BASE",
+        type=_path,
+        help="dashboard / --snapshot: also draw run BASE, dotted, to compare with "
+        "(see also 'ocms-tui diff')",
+    )
+    parser.add_argument(
         "--notify",
         action="store_true",
         help="dashboard: ring the bell and send a desktop notification (through the "
@@ -267,6 +274,15 @@ def build_diff_parser() -> argparse.ArgumentParser:
         help="series NAME is better higher (repeatable; wins over its name)",
     )
     parser.add_argument(
+        "--snapshot",
+        metavar="OUT.svg",
+        type=_path,
+        help="also draw the two runs overlaid (the baseline dotted) to an SVG",
+    )
+    parser.add_argument(
+        "--size", type=_size, default=(160, 48), metavar="WxH", help="--snapshot terminal size"
+    )
+    parser.add_argument(
         "--lower-better",
         action="append",
         default=[],
@@ -288,6 +304,12 @@ def _diff(options: argparse.Namespace) -> int:
     )
     sys.stdout.write(render(result, options.format))
     sys.stdout.flush()
+    if options.snapshot is not None and result.error is None:
+        drawn = _snapshot(
+            [options.run, options.baseline], options.snapshot, options.size, options.baseline
+        )
+        if drawn != ExitCode.OK:
+            return ExitCode.USAGE
     return result.exit_code
 
 
@@ -359,12 +381,17 @@ def _dispatch(options: argparse.Namespace, paths: list[Path]) -> int:
             poll=options.poll,
             max_sessions=options.max_sessions,
         )
+    baseline = options.baseline
+    if baseline is not None:
+        paths = [*paths, baseline]
     if options.snapshot is not None:
-        return _snapshot(paths, options.snapshot, options.size)
-    return _dashboard(paths, options.poll, options.notify)
+        return _snapshot(paths, options.snapshot, options.size, baseline)
+    return _dashboard(paths, options.poll, options.notify, baseline)
 
 
-def _dashboard(paths: list[Path], poll: float | None, notify: bool = False) -> int:
+def _dashboard(
+    paths: list[Path], poll: float | None, notify: bool = False, baseline: Path | None = None
+) -> int:
     """The dashboard on `paths` (runs under parents are found there). The runs are read
     from the start, on the session's thread, while Textual is imported and the screen is
     composed; the app takes the session's states over when it is up."""
@@ -383,7 +410,7 @@ def _dashboard(paths: list[Path], poll: float | None, notify: bool = False) -> i
     try:
         from ocms_tui.ui.app import run_dashboard
 
-        return run_dashboard(paths, poll=poll, session=session, notify=notify)
+        return run_dashboard(paths, poll=poll, session=session, notify=notify, baseline=baseline)
     finally:
         session.stop()  # the app stops it too, unless it failed before it was up
 
@@ -431,7 +458,9 @@ def _output_problem(out_path: Path) -> str | None:
     return None if problem is None else f"{out_path} cannot be written: {problem.message}"
 
 
-def _snapshot(paths: list[Path], out_path: Path, size: tuple[int, int]) -> int:
+def _snapshot(
+    paths: list[Path], out_path: Path, size: tuple[int, int], baseline: Path | None = None
+) -> int:
     """Render once to an SVG; a usage error when there is nothing to render or nowhere to
     write it, both checked before the dashboard starts."""
     from ocms_tui.follow.runs import find_runs
@@ -451,7 +480,10 @@ def _snapshot(paths: list[Path], out_path: Path, size: tuple[int, int]) -> int:
     from ocms_tui.ui.app import save_snapshot
 
     try:
-        save_snapshot(paths, out_path, size=size)
+        if baseline is None:
+            save_snapshot(paths, out_path, size=size)
+        else:
+            save_snapshot(paths, out_path, size=size, baseline=baseline)
     except OSError as error:
         return _fail(f"--snapshot: cannot write {out_path}: {error.strerror or error}")
     print(f"wrote {printable(str(out_path))}")

@@ -80,3 +80,23 @@ async def test_notify_rings_once_per_finding(tmp_path: Path) -> None:
         assert "ocms-tui non-finite" in app.notifications_sent[1]
         await pilot.pause(1.0)
         assert len(app.notifications_sent) == 2  # nothing rings twice
+
+
+async def test_a_baseline_is_drawn_dotted_in_the_runs_colours(tmp_path: Path) -> None:
+    start_run(tmp_path / "run")
+    base = tmp_path / "base"
+    base.mkdir()
+    write_layout(base, {"loss": ["loss"]})
+    append_rows(
+        base / "loss.csv", [f"{step},{0.4 + 1.5 * math.exp(-step / 30)!r}" for step in range(120)]
+    )
+    app = OcmsApp([tmp_path / "run", base], baseline=base)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_text(pilot, "baseline base · loss")
+        panel_lines = app.query_one("ChartPanel").lines
+        assert [(line.label, line.marker, line.run) for line in panel_lines] == [
+            ("loss", "braille", ""),
+            ("loss", "·", "baseline base"),
+        ]
+        assert panel_lines[0].color == panel_lines[1].color  # same series, same colour
+        assert "·" in screen_text(app)

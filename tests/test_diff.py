@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from app_support import svg_text
 from ocms_recorder import OcmsRecorder
 
 from ocms_tui.follow.diff import Verdict, compare_series, diff_runs, format_markdown
@@ -160,3 +161,13 @@ def test_a_name_from_a_file_cannot_drive_the_terminal(tmp_path: Path) -> None:
     base = write_run(tmp_path / "base", curve())
     markdown = run_cli(str(tmp_path / "x\x1b[31m"), str(base), "--format", "markdown")
     assert "\x1b" not in markdown.stdout and markdown.returncode == 2
+
+
+def test_diff_snapshot_draws_both_runs(tmp_path: Path) -> None:
+    base = write_run(tmp_path / "base", curve())
+    run = write_run(tmp_path / "run", curve(scale=1.2, seed=1))
+    out = tmp_path / "diff.svg"
+    drawn = run_cli(str(run), str(base), "--snapshot", str(out), "--size", "100x30")
+    assert drawn.returncode == 1  # the verdict, not the drawing, decides
+    assert f"wrote {out}" in drawn.stdout
+    assert "baseline base · loss" in svg_text(out.read_text(encoding="utf-8"))

@@ -116,11 +116,14 @@ class OcmsApp(App[int]):
         handle_signals: bool = False,
         session: FollowSession | None = None,
         notify: bool = False,
+        baseline: PathArgument | None = None,
     ) -> None:
         """`session`: one already reading `paths` (started before Textual was imported, so
         that the first rows are read meanwhile); the app takes its states over. `notify`:
-        ring the bell and send a desktop notification once per health finding (--notify)."""
+        ring the bell and send a desktop notification once per health finding (--notify).
+        `baseline`: a run also followed (add it to `paths`) and drawn dotted (--baseline)."""
         super().__init__()
+        self.baseline = None if baseline is None else Path(baseline)
         self.notifier = Notifier() if notify else None
         self.notifications_sent: list[str] = []
         self.handle_signals = handle_signals
@@ -354,6 +357,7 @@ class OcmsApp(App[int]):
                 self.shared,
                 self._panel_views.setdefault(chart.name, PanelView()),
                 overlaid=overlaid,
+                baseline=self.baseline,
             )
             for chart in charts
         ]
@@ -558,10 +562,13 @@ def run_dashboard(
     poll: float | None = None,
     session: FollowSession | None = None,
     notify: bool = False,
+    baseline: PathArgument | None = None,
 ) -> int:
     """Open the dashboard on `paths` (runs or parents of runs) until the user quits; returns
-    the exit code. `session`, `notify`: see OcmsApp."""
-    app = OcmsApp(paths, poll=poll, handle_signals=True, session=session, notify=notify)
+    the exit code. `session`, `notify`, `baseline`: see OcmsApp."""
+    app = OcmsApp(
+        paths, poll=poll, handle_signals=True, session=session, notify=notify, baseline=baseline
+    )
 
     def noted(number: int, _frame: object) -> None:
         app.signals_before_mount.append(number)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
@@ -81,20 +82,38 @@ def series_count(overlay: OverlayChart) -> int:
     return sum(len(source.chart.y_axis) for source in overlay.sources)
 
 
-def panel_lines(overlay: OverlayChart, overlaid: bool) -> tuple[Line, ...]:
+def panel_lines(
+    overlay: OverlayChart, overlaid: bool, baseline: Path | None = None
+) -> tuple[Line, ...]:
     """One run: a colour per series. Runs overlaid: a colour per run, a marker per series,
-    labels naming run and series. The first MAX_PANEL_LINES only."""
+    labels naming run and series; the run in `baseline` (`--baseline`) dotted. The first
+    MAX_PANEL_LINES only."""
     lines: list[Line] = []
+    # A run and its baseline: the run drawn as alone (a colour per series), the baseline in
+    # the same colours, dotted.
+    paired = baseline is not None and len(overlay.sources) <= 2
     for source in overlay.sources:
+        is_baseline = baseline is not None and _same_directory(source.run.directory, baseline)
         for index, name in enumerate(source.chart.y_axis):
             if len(lines) == MAX_PANEL_LINES:
                 break
-            if overlaid:
+            if is_baseline:
+                run = f"baseline {source.run.name}"
+                color = series_color(index) if paired else series_color(source.run.color)
+                lines.append(Line(source, index, name, color, EARLIER_PASS_MARKER, run))
+            elif overlaid and not paired:
                 color, marker = series_color(source.run.color), series_marker(index)
                 lines.append(Line(source, index, name, color, marker, source.run.name))
             else:
                 lines.append(Line(source, index, name, series_color(index), MARKER))
     return tuple(lines)
+
+
+def _same_directory(first: Path, second: Path) -> bool:
+    try:
+        return first.resolve() == second.resolve()
+    except OSError:
+        return first == second
 
 
 @dataclass
@@ -132,11 +151,12 @@ class ChartPanel(Vertical, can_focus=True):
         shared: SharedView,
         view: PanelView,
         overlaid: bool = False,
+        baseline: Path | None = None,
     ) -> None:
         super().__init__()
         self.overlay = overlay
         self.overlaid = overlaid
-        self.lines = panel_lines(overlay, overlaid)
+        self.lines = panel_lines(overlay, overlaid, baseline)
         self.shared = shared
         self.view = view
         self.plot = ChartPlot(self._series_for_plot)
