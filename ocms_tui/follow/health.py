@@ -16,7 +16,8 @@ spreads (the distance between a block's 4th-lowest and 4th-highest value, as a s
 deviation: read off the sorted block, which also gives its median, its lowest and highest
 value, so that a block wholly inside the range costs one sort and nothing more).
 A row is outside when it is farther from that median than both `SPIKE_SIGMAS` robust
-standard deviations and `SPIKE_RELATIVE` times the median's own size. At most
+standard deviations and `SPIKE_RELATIVE` times the median's own size, and as far from the
+last block's own median and spread (in a fast rise, a warm-up, the older blocks lag). At most
 `SPIKE_MAX_ROWS` consecutive outside rows followed by a row back inside are a spike; a longer
 excursion is a change of level (a new learning-rate phase, a loss term switched on), not a
 spike, and the blocks then follow the new level.
@@ -127,6 +128,20 @@ def _trailing_middle(history: np.ndarray, count: int, width: int) -> np.ndarray:
     return out
 
 
+def _reference(
+    medians: np.ndarray, spreads: np.ndarray, blocks: int, width: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each of the last `blocks` blocks: the median of the `width` block medians before
+    it, and how far from it a row may lie (see the module's docstring)."""
+    center = _trailing_middle(medians, blocks, width)
+    spread = _trailing_middle(spreads, blocks, width)
+    with np.errstate(over="ignore", invalid="ignore"):
+        limit = np.maximum(
+            np.maximum(SPIKE_SIGMAS * spread, SPIKE_FLOOR), SPIKE_RELATIVE * np.abs(center)
+        )
+    return center, limit
+
+
 def _fmt(value: float) -> str:
     return f"{value:.4g}"
 
@@ -195,29 +210,32 @@ class SeriesHealth:
         # Every joined value belongs to block b (0 = the one being filled before this call);
         # its reference is made of the SPIKE_BLOCKS blocks before b.
         blocks_here = complete // SPIKE_BLOCK + 1
-        center = _trailing_middle(medians, blocks_here, SPIKE_BLOCKS)
-        spread = _trailing_middle(spreads, blocks_here, SPIKE_BLOCKS)
+        center, limit = _reference(medians, spreads, blocks_here, SPIKE_BLOCKS)
+        # And the block just before alone: in a fast rise (a warm-up) the older blocks lag
+        # behind, and a row is outside only when the latest level says so too.
+        latest, latest_limit = _reference(medians, spreads, blocks_here, 1)
         with np.errstate(over="ignore", invalid="ignore"):
-            limit = np.maximum(
-                np.maximum(SPIKE_SIGMAS * spread, SPIKE_FLOOR), SPIKE_RELATIVE * np.abs(center)
-            )
             # A whole block lies inside when its lowest and highest values do: only the
             # others (and the block still filling) are looked at row by row. NaN: no
             # reference yet, nothing is outside.
             full = slice(0, len(ordered))
+            low, high = ordered[:, 0], ordered[:, -1]
             looked_at = np.flatnonzero(
-                (center[full] - ordered[:, 0] > limit[full])
-                | (ordered[:, -1] - center[full] > limit[full])
+                ((center[full] - low > limit[full]) & (latest[full] - low > latest_limit[full]))
+                | ((high - center[full] > limit[full]) & (high - latest[full] > latest_limit[full]))
             )
         rows = [np.arange(block * SPIKE_BLOCK, (block + 1) * SPIKE_BLOCK) for block in looked_at]
         rows.append(np.arange(complete, len(joined)))
         candidates = np.concatenate(rows)
         candidates = candidates[candidates >= carried]  # earlier rows were judged already
         block_of = candidates // SPIKE_BLOCK
+        picked = joined[candidates]
         with np.errstate(over="ignore", invalid="ignore"):
-            distance = np.abs(joined[candidates] - center[block_of])
+            away = (np.abs(picked - center[block_of]) > limit[block_of]) & (
+                np.abs(picked - latest[block_of]) > latest_limit[block_of]
+            )
         outside = np.zeros(len(values), dtype=bool)
-        outside[candidates[distance > limit[block_of]] - carried] = True
+        outside[candidates[away] - carried] = True
         self._block_values = joined[complete:]
         self._medians = medians[-SPIKE_BLOCKS:]
         self._spreads = spreads[-SPIKE_BLOCKS:]
