@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from app_support import svg_text
 from ocms_recorder import OcmsRecorder
+from sources_support import run_cli as run_ocms
 
 from ocms_tui.follow.diff import Verdict, compare_series, diff_runs, format_markdown
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def write_run(directory: Path, rows: dict[int, dict[str, float]]) -> Path:
@@ -126,14 +123,7 @@ def test_the_markdown_is_one_table_row_per_series(tmp_path: Path) -> None:
 
 
 def run_cli(*arguments: str) -> subprocess.CompletedProcess[str]:
-    environment = {**os.environ, "PYTHONPATH": f"{ROOT / 'recorder'}{os.pathsep}{ROOT}"}
-    return subprocess.run(
-        [sys.executable, "-m", "ocms_tui", "diff", *arguments],
-        capture_output=True,
-        text=True,
-        env=environment,
-        timeout=120,
-    )
+    return run_ocms("diff", *arguments)
 
 
 def test_the_command_exits_0_1_or_2(tmp_path: Path) -> None:

@@ -184,20 +184,10 @@ def test_the_model_finds_a_spike_in_rows_appended_later(tmp_path: Path) -> None:
 DATA = Path(__file__).parent / "data"
 
 
-def check_cli(*arguments: str):
-    import os
-    import subprocess
-    import sys
+def check_cli(*arguments: str):  # type: ignore[no-untyped-def]
+    from sources_support import run_cli
 
-    root = Path(__file__).resolve().parent.parent
-    environment = {**os.environ, "PYTHONPATH": f"{root / 'recorder'}{os.pathsep}{root}"}
-    return subprocess.run(
-        [sys.executable, "-m", "ocms_tui", "--check", *arguments],
-        capture_output=True,
-        text=True,
-        env=environment,
-        timeout=120,
-    )
+    return run_cli("--check", *arguments)
 
 
 def test_check_warns_and_fail_on_makes_health_rules_errors() -> None:
