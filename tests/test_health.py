@@ -131,10 +131,31 @@ def test_odd_series_raise_no_finding_and_never_fail(values: np.ndarray) -> None:
         assert scan("loss", steps, values) == []
 
 
-def test_steps_that_restart_are_judged_in_row_order_without_alarm() -> None:
-    values = noisy_loss()
-    steps = np.concatenate((np.arange(600), np.arange(400))).astype(np.int64)  # a resumed run
+def test_each_pass_of_a_restarted_run_is_judged_on_its_own() -> None:
+    # A re-run into the same directory: 100 falling rows, then steps 0-29 again at a
+    # higher level. Against the first pass that would be a divergence; it is not one.
+    steps = np.concatenate((np.arange(100), np.arange(30))).astype(np.int64)
+    values = np.concatenate((10.0 - np.arange(100) / 20, 20.0 + np.arange(30)))
     assert scan("loss", steps, values) == []
+    health = SeriesHealth("loss")  # the same, row by row
+    for row in range(len(steps)):
+        health.feed(steps[row : row + 1], values[row : row + 1])
+    assert health.findings + health.pending() == []
+    # A spike in the second pass is still found, at its step.
+    again = noisy_loss(noise=0.05)
+    again[700] *= 20
+    restarted = np.concatenate((STEPS[:500], STEPS[:500])).astype(np.int64)
+    assert rules(scan("loss", restarted, again)) == [("spike", int(restarted[700]))]
+
+
+def test_steps_going_back_on_every_row_stay_cheap_and_quiet() -> None:
+    import time
+
+    steps = np.tile([1, 0], 200_000).astype(np.int64)
+    values = np.random.default_rng(0).uniform(1, 2, len(steps))
+    started = time.process_time()
+    assert scan("loss", steps, values) == []
+    assert time.process_time() - started < 5.0
 
 
 def test_stalled_needs_a_pace_and_a_silence_far_beyond_it() -> None:

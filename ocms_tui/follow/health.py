@@ -70,6 +70,9 @@ ONSET_SIGMAS = 2.0
 # How many recent levels are kept to find where a rise began.
 _LEVEL_MEMORY = 64
 
+# Of a chunk of rows whose steps go back many times, the passes judged (the latest ones).
+MAX_JUDGED_PASSES = 8
+
 # Stalled: a live run silent for this many of its usual intervals between writes, and at
 # least this long (a run that logs every second is not stalled after ten seconds of eval).
 STALL_INTERVALS = 10.0
@@ -153,6 +156,13 @@ class SeriesHealth:
         self.name = name
         self.loss_like = is_loss_like(name)
         self.findings: list[Finding] = []
+        self._last_step: int | None = None
+        self._new_pass()
+
+    def _new_pass(self) -> None:
+        """Forget the statistics: a run that starts its steps again (a re-run into the same
+        directory, a resume that logs steps again) is judged afresh, never against the
+        pass before it. The findings stay."""
         # Spike state.
         self._block_values = np.zeros(0)  # finite values of the block being filled
         self._medians = np.zeros(0)  # of the last SPIKE_BLOCKS complete blocks
@@ -178,6 +188,26 @@ class SeriesHealth:
     def feed(self, steps: np.ndarray, values: np.ndarray) -> list[Finding]:
         """Take the next rows (steps as int64, values with NaN for gaps); return the findings
         they confirm (also appended to `self.findings`)."""
+        if not len(steps):
+            return []
+        back = np.flatnonzero(steps[1:] < steps[:-1]) + 1
+        if self._last_step is not None and steps[0] < self._last_step:
+            back = np.concatenate(([0], back))
+        self._last_step = int(steps[-1])
+        if not len(back):
+            return self._feed_pass(steps, values)
+        found: list[Finding] = []
+        if back[0] > 0 and len(back) <= MAX_JUDGED_PASSES:
+            found.extend(self._feed_pass(steps[: back[0]], values[: back[0]]))
+        # A file whose steps go back on every other row would cost a pass per row: only
+        # the latest passes of a chunk are judged (as only the latest are drawn).
+        back = back[-MAX_JUDGED_PASSES:]
+        for start, stop in zip(back, [*back[1:], len(steps)], strict=True):
+            self._new_pass()
+            found.extend(self._feed_pass(steps[start:stop], values[start:stop]))
+        return found
+
+    def _feed_pass(self, steps: np.ndarray, values: np.ndarray) -> list[Finding]:
         finite = np.isfinite(values)
         if not finite.all():
             steps, values = steps[finite], values[finite]
