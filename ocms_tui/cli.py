@@ -19,6 +19,7 @@ from ocms_recorder import METRICS_JSON, resolve_metrics_dir
 from ocms_tui import __version__
 from ocms_tui.follow.report import FORMATS, ExitCode, printable
 from ocms_tui.format.directories import directory_problem
+from ocms_tui.format.problems import Rule
 from ocms_tui.format.ranking import (
     DEFAULT_GROUP_PATTERN,
     SortError,
@@ -75,6 +76,18 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _rules(text: str) -> frozenset[Rule]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    known = {rule.value: rule for rule in Rule}
+    unknown = [name for name in names if name not in known]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown rule {', '.join(map(repr, unknown)) or repr(text)}; rules: "
+            + ", ".join(sorted(known))
+        )
+    return frozenset(known[name] for name in names)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ocms-tui",
@@ -90,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
             "'ocms-tui import SRC --out DIR' converts TensorBoard, HF, Lightning or MLflow "
             "logs. 'ocms-tui runs DIR [--sort SERIES] [--top N] [--format text|json|csv]' "
             "prints a sweep's runs as a table, best first. "
+            "logs. 'ocms-tui diff RUN BASELINE' compares a run with a baseline. "
             "Exit codes of --check: 0 no errors, 1 errors (or warnings with --strict), "
             "2 usage error or missing directory."
         ),
@@ -133,6 +147,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--strict", action="store_true", help="--check fails on warnings too (exit 1)"
+    )
+    parser.add_argument(
+        "--fail-on",
+        type=_rules,
+        default=frozenset(),
+        metavar="RULE[,RULE]",
+        help="--check: these warning rules are errors (exit 1), e.g. non-finite,spike,divergence",
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="BASE",
+        type=_path,
+        help="dashboard / --snapshot: also draw run BASE, dotted, to compare with "
+        "(see also 'ocms-tui diff')",
+    )
+    parser.add_argument(
+        "--notify",
+        action="store_true",
+        help="dashboard: ring the bell and send a desktop notification (through the "
+        "terminal: OSC 9 / OSC 777) once per health finding",
+    )
+    parser.add_argument(
+        "--no-health",
+        action="store_true",
+        help="--check: no curve health findings (spike, divergence); see docs/health.md",
     )
     parser.add_argument(
         "--size", type=_size, default=(160, 48), metavar="WxH", help="--snapshot terminal size"
@@ -260,6 +299,89 @@ def build_runs_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _tolerance(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a fraction such as 0.05, got {text!r}"
+        ) from None
+    if not 0 <= value < 10:
+        raise argparse.ArgumentTypeError("the tolerance is a fraction between 0 and 10")
+    return value
+
+
+def build_diff_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ocms-tui diff",
+        description=(
+            "Compare a run with a baseline, series by series, at the steps both have: final "
+            "value, best value and the gap between the curves, lower-better for losses and "
+            "higher-better for accuracy/score/mIoU-like names (docs/health.md)."
+        ),
+        epilog="Exit codes: 0 no series worse beyond the tolerance, 1 one is, "
+        "2 a run cannot be read or nothing can be compared.",
+    )
+    parser.add_argument("run", metavar="RUN", type=_path, help="the run's metrics directory")
+    parser.add_argument("baseline", metavar="BASELINE", type=_path, help="the baseline's")
+    parser.add_argument(
+        "--tolerance",
+        type=_tolerance,
+        default=0.05,
+        metavar="FRACTION",
+        help="how much worse a series may be (relative, default 0.05 = 5%%)",
+    )
+    parser.add_argument("--format", choices=("text", "json", "github", "markdown"), default="text")
+    parser.add_argument(
+        "--higher-better",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="series NAME is better higher (repeatable; wins over its name)",
+    )
+    parser.add_argument(
+        "--snapshot",
+        metavar="OUT.svg",
+        type=_path,
+        help="also draw the two runs overlaid (the baseline dotted) to an SVG",
+    )
+    parser.add_argument(
+        "--size", type=_size, default=(160, 48), metavar="WxH", help="--snapshot terminal size"
+    )
+    parser.add_argument(
+        "--lower-better",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="series NAME is better lower (repeatable)",
+    )
+    return parser
+
+
+def _diff(options: argparse.Namespace) -> int:
+    from ocms_tui.follow.diff import diff_runs, render
+
+    result = diff_runs(
+        options.run,
+        options.baseline,
+        options.tolerance,
+        higher_better=options.higher_better,
+        lower_better=options.lower_better,
+    )
+    sys.stdout.write(render(result, options.format))
+    sys.stdout.flush()
+    if options.snapshot is not None and result.error is None:
+        drawn = _snapshot(
+            [options.run, options.baseline],
+            options.snapshot,
+            options.size,
+            baseline=options.baseline,
+        )
+        if drawn != ExitCode.OK:
+            return ExitCode.USAGE
+    return result.exit_code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments[:1] == ["verify"]:
@@ -283,6 +405,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             output_dir_expr=options.output_dir_expr,
             force=options.force,
         )
+    if arguments[:1] == ["diff"]:
+        return _diff(build_diff_parser().parse_args(arguments[1:]))
     if arguments[:1] == ["import"]:
         from ocms_tui.sources.import_command import run_import
 
@@ -341,7 +465,14 @@ def _dispatch(
     # Converted sources are named as given, with their kind, never by their temp path.
     label = converted.label() if converted is not None else None
     if options.check:
-        return _check(paths, options.format, options.strict, converted)
+        return _check(
+            paths,
+            options.format,
+            options.strict,
+            converted,
+            health=not options.no_health,
+            fail_on=options.fail_on,
+        )
     if options.serve:
         from ocms_tui.ui.serve import serve_dashboard
 
@@ -352,13 +483,22 @@ def _dispatch(
             poll=options.poll,
             max_sessions=options.max_sessions,
         )
+    baseline = options.baseline
+    if baseline is not None:
+        paths = [*paths, baseline]
     if options.snapshot is not None:
-        return _snapshot(paths, options.snapshot, options.size, options, label)
-    return _dashboard(paths, options.poll, options, label)
+        return _snapshot(
+            paths, options.snapshot, options.size, options, label=label, baseline=baseline
+        )
+    return _dashboard(paths, options.poll, options, label, baseline)
 
 
 def _dashboard(
-    paths: list[Path], poll: float | None, options: argparse.Namespace, label: str | None = None
+    paths: list[Path],
+    poll: float | None,
+    options: argparse.Namespace,
+    label: str | None = None,
+    baseline: Path | None = None,
 ) -> int:
     """The dashboard on `paths` (runs under parents are found there). The runs are read
     from the start, on the session's thread, while Textual is imported and the screen is
@@ -380,7 +520,13 @@ def _dashboard(
         from ocms_tui.ui.app import run_dashboard
 
         return run_dashboard(
-            paths, poll=poll, session=session, top=options.top, group=options.group
+            paths,
+            poll=poll,
+            session=session,
+            top=options.top,
+            group=options.group,
+            notify=options.notify,
+            baseline=baseline,
         )
     finally:
         session.stop()  # the app stops it too, unless it failed before it was up
@@ -477,8 +623,9 @@ def _snapshot(
     paths: list[Path],
     out_path: Path,
     size: tuple[int, int],
-    options: argparse.Namespace,
+    options: argparse.Namespace | None = None,
     label: str | None = None,
+    baseline: Path | None = None,
 ) -> int:
     """Render once to an SVG; a usage error when there is nothing to render or nowhere to
     write it (a FIFO, a device, a directory...: see format/output_files.py), both checked
@@ -501,18 +648,14 @@ def _snapshot(
     from ocms_tui.ui.app import save_snapshot
 
     try:
-        replace_file(
-            target,
-            lambda temp: save_snapshot(
-                paths,
-                temp,
-                size=size,
-                sort=options.sort,
-                top=options.top,
-                group=options.group,
-                **({"directory_label": label} if label else {}),
-            ),
-        )
+        view: dict[str, object] = {}
+        if options is not None:  # the dashboard's own options (diff draws with the defaults)
+            view.update(sort=options.sort, top=options.top, group=options.group)
+        if label:
+            view["directory_label"] = label
+        if baseline is not None:
+            view["baseline"] = baseline
+        replace_file(target, lambda temp: save_snapshot(paths, temp, size=size, **view))
     except OSError as error:
         return _fail(f"--snapshot: cannot write {out_path}: {error.strerror or error}")
     print(f"wrote {printable(str(out_path))}")
@@ -524,12 +667,16 @@ def _check(
     output_format: str,
     strict: bool,
     converted: ConvertedSources | None = None,
+    health: bool = True,
+    fail_on: frozenset[Rule] = frozenset(),
 ) -> int:
     from ocms_tui.follow.checker import check_directory
     from ocms_tui.follow.report import combined_exit_code, render
     from ocms_tui.follow.runs import find_runs
 
-    results = [check_directory(directory) for directory in find_runs(paths)]
+    results = [
+        check_directory(directory, health=health, fail_on=fail_on) for directory in find_runs(paths)
+    ]
     if converted is not None:
         results = converted.as_sources(results)
     sys.stdout.write(render(results, output_format, strict, sys.stdout))

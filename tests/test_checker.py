@@ -176,6 +176,18 @@ EXPECTED = {
         "axis already is the step, so this is a straight line that tells nothing; leave it out "
         "of the metrics",
     ),
+    "spike": (
+        Rule.SPIKE,
+        "loss.csv",
+        None,
+        "loss spikes to 10.95 at step 120; its recent median is 0.6106",
+    ),
+    "divergence": (
+        Rule.DIVERGENCE,
+        "loss.csv",
+        None,
+        "loss rises from its best level 0.5639 to 4.063 since step 113: a loss diverging?",
+    ),
 }
 
 # Where in the picture each fixture's problem is: (chart, series, step) in its JSON.
@@ -187,13 +199,22 @@ PLACES = {
     "counter-metric": ("loss", "global_step", None),
     "bad-value": ("loss", "eval_loss", 2),
     "step-regression": ("loss", None, 2),
+    "spike": ("loss", "loss", 120),
+    "divergence": ("loss", "loss", 113),
 }
 
 
 def test_every_rule_of_the_issue_has_a_fixture() -> None:
     # SOURCE_PROBLEM is said of another tool's log, not of a directory: its tests are in
-    # tests/test_sources_hostile.py.
-    untested_here = (Rule.MISSING_DIR, Rule.NOT_A_FILE, Rule.LINE_TOO_LONG, Rule.SOURCE_PROBLEM)
+    # tests/test_sources_hostile.py. `stalled` needs a live run and a clock:
+    # tests/test_health.py follows one.
+    untested_here = (
+        Rule.MISSING_DIR,
+        Rule.NOT_A_FILE,
+        Rule.LINE_TOO_LONG,
+        Rule.SOURCE_PROBLEM,
+        Rule.STALLED,
+    )
     assert {rule for rule, _, _, _ in EXPECTED.values()} >= {
         rule for rule in Rule if rule not in untested_here
     }

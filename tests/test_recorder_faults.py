@@ -33,6 +33,9 @@ from test_recorder_support import (
 
 from ocms_tui.follow.checker import check_directory
 
+# The values of these runs (reliability_support.value_of) jump across 13 orders of
+# magnitude from step to step by design: spikes by any measure. These tests are about the
+# files, so they read them without the curve health checks (health=False, --no-health).
 pytestmark = pytest.mark.usefixtures("no_launcher_environment")
 
 
@@ -117,7 +120,7 @@ def test_a_full_disk_drops_rows_without_raising_and_leaves_whole_lines(tmp_path:
 
 def _passes(directory: Path) -> None:
     assert_consistent(directory)
-    assert check_directory(directory).problems == ()
+    assert check_directory(directory, health=False).problems == ()
 
 
 # -- a transient write failure: rows wait in memory, metrics.json never runs ahead -----------
@@ -222,7 +225,7 @@ def test_rows_wait_in_memory_while_metrics_json_cannot_declare_their_columns(
 
 def _passes_with(directory: Path, blocker: Path) -> None:
     """The check passes, but for the grad_norm CSV metrics.json could not declare yet."""
-    problems = check_directory(directory).problems
+    problems = check_directory(directory, health=False).problems
     assert [(p.rule.value, p.path) for p in problems] == [("orphan-csv", "grad_norm.csv")]
 
 

@@ -37,6 +37,9 @@ from typing import Any
 
 import pytest
 
+# The values of these runs (reliability_support.value_of) jump across 13 orders of
+# magnitude from step to step by design: spikes by any measure. These tests are about the
+# files, so they read them without the curve health checks (health=False, --no-health).
 pytestmark = pytest.mark.slow  # -m "not slow" leaves it out of the quick run; CI runs it
 
 PLAN_STEPS = 60_000
@@ -159,7 +162,7 @@ def run_check_loop(directory: Path, report: dict[str, Any]) -> None:
     def check() -> dict[str, Any]:
         output = io.StringIO()
         with contextlib.redirect_stdout(output):
-            code = main(["--check", "--format", "json", str(directory)])
+            code = main(["--check", "--no-health", "--format", "json", str(directory)])
         document = json.loads(output.getvalue())
         document["exit"] = code
         return document

@@ -37,6 +37,9 @@ from ocms_tui.format.problems import Rule
 from ocms_tui.ui.app import OcmsApp
 from ocms_tui.widgets.chart_panel import ChartPanel
 
+# The values of these runs (reliability_support.value_of) jump across 13 orders of
+# magnitude from step to step by design: spikes by any measure. These tests are about the
+# files, so they read them without the curve health checks (health=False, --no-health).
 CHECK_SECONDS = 60.0
 CHECK_MEMORY_MB = 192
 DASHBOARD_SECONDS = 60.0
@@ -399,7 +402,7 @@ def test_the_checker_answers_within_its_caps(
     case = built[name]
     opened = watch_outside(case.outside)
     before = reset_peak_rss()
-    result, seconds = within(CHECK_SECONDS, lambda: check_directory(case.directory))
+    result, seconds = within(CHECK_SECONDS, lambda: check_directory(case.directory, health=False))
     grown_mb = (peak_rss_kib() - before) / 1024
     assert isinstance(result, CheckResult)
     CASES[name].expect(result)

@@ -23,6 +23,9 @@ from ocms_tui.follow.checker import check_directory
 from ocms_tui.follow.model import RunModel
 from ocms_tui.format.problems import Rule
 
+# The values of these runs (reliability_support.value_of) jump across 13 orders of
+# magnitude from step to step by design: spikes by any measure. These tests are about the
+# files, so they read them without the curve health checks (health=False, --no-health).
 pytestmark = pytest.mark.slow  # -m "not slow" leaves it out of the quick run; CI runs it
 
 LONG = os.environ.get("OCMS_SOAK") == "1"
@@ -54,7 +57,7 @@ def follow_until_written(directory: Path, expected: Expected, seed: int) -> Foll
     writer = start_writer(
         directory, PLAN, 0, STEPS - 1, pause_chance=0.001, pause_max_ms=20, seed=seed
     )
-    model = RunModel(directory)
+    model = RunModel(directory, health=False)
     log = FollowLog()
     rng = random.Random(seed)
     versions: dict[str, tuple[object, int]] = {}
@@ -96,7 +99,7 @@ def test_a_live_reader_gets_every_row_exactly_once(tmp_path: Path) -> None:
     expected = expected_arrays(PLAN, range(STEPS))
     log = follow_until_written(tmp_path, expected, seed=2)
     written = sum(len(steps) for steps, _ in expected.values())
-    result = check_directory(tmp_path)
+    result = check_directory(tmp_path, health=False)
     assert result.problems == ()
     assert sum(chart.rows for chart in result.charts) == written
     # The reader really followed along: it saw the run grow in many steps, not just the end.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,12 +49,29 @@ class CheckResult:
         return not self.problems if strict else self.errors == 0
 
 
-def check_directory(directory: str | Path, settle_seconds: float = 0.5) -> CheckResult:
-    """Read the whole directory (waiting out a writer mid-widening) and report it."""
-    model = RunModel(directory, settle_seconds=settle_seconds, keep_values=False)
+def check_directory(
+    directory: str | Path,
+    settle_seconds: float = 0.5,
+    health: bool = True,
+    fail_on: Collection[Rule] = (),
+) -> CheckResult:
+    """Read the whole directory (waiting out a writer mid-widening) and report it.
+    `health=False`: no spike or divergence findings (--no-health). `fail_on`: warning rules
+    that count as errors (--fail-on)."""
+    model = RunModel(directory, settle_seconds=settle_seconds, keep_values=False, health=health)
     model.load_settled()
     charts = tuple(
         ChartSummary(chart.name, chart.rows, chart.last_step, chart.y_axis)
         for chart in model.charts
     )
-    return CheckResult(Path(directory), model.problems, charts)
+    return CheckResult(Path(directory), failing(model.problems, fail_on), charts)
+
+
+def failing(problems: tuple[Problem, ...], rules: Collection[Rule]) -> tuple[Problem, ...]:
+    """The problems with those of `rules` made errors: the one place --fail-on acts."""
+    if not rules:
+        return problems
+    return tuple(
+        dataclasses.replace(problem, failing=True) if problem.rule in rules else problem
+        for problem in problems
+    )

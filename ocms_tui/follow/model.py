@@ -18,6 +18,12 @@ from pathlib import Path
 import numpy as np
 from ocms_recorder import CSV_SUFFIX, METRICS_JSON
 
+from ocms_tui.follow.health import (
+    STALL_INTERVALS,
+    STALL_MIN_SECONDS,
+    SeriesHealth,
+    stalled_for,
+)
 from ocms_tui.follow.picture import PictureTally, picture_problems
 from ocms_tui.follow.reader import CsvFollower, FileState, Preview, resolve_inside
 from ocms_tui.follow.series import SeriesStats, SeriesStore, ShownSeries
@@ -27,6 +33,8 @@ from ocms_tui.format.problems import Problem, Rule
 from ocms_tui.format.schema import MAX_METRICS_JSON_BYTES, ChartSpec, parse_schema
 from ocms_tui.format.sidecar import SIDECAR_NAME, SidecarReader
 
+# How many recent writes make a run's pace (the `stalled` check).
+PACE_WRITES = 20
 # Listing a directory with a huge number of entries must stay cheap.
 MAX_DIRECTORY_ENTRIES = 10_000
 # While a large run loads, this many charts are read at once: polars parses without the
@@ -78,10 +86,19 @@ class ChartData:
     """
 
     def __init__(
-        self, spec: ChartSpec, directory: Path, settle_seconds: float, keep_values: bool = True
+        self,
+        spec: ChartSpec,
+        directory: Path,
+        settle_seconds: float,
+        keep_values: bool = True,
+        health: bool = True,
     ) -> None:
         self.spec = spec
-        self.follower = CsvFollower(directory, spec.file, spec.y_axis, settle_seconds)
+        self._watch_health = health
+        self._health = self._new_health()
+        self.follower = CsvFollower(
+            directory, spec.file, spec.y_axis, settle_seconds, chart=spec.name
+        )
         self._store = SeriesStore(len(spec.y_axis), keep_values)
         self._tally = PictureTally(spec.y_axis)
         self._picture: tuple[int, list[Problem]] | None = None  # (rows, their problems)
@@ -209,8 +226,12 @@ class ChartData:
     def _drop_preview(self) -> None:
         self._preview = self._preview_identity = None
 
+    def _new_health(self) -> tuple[SeriesHealth, ...]:
+        return tuple(SeriesHealth(name) for name in self.spec.y_axis) if self._watch_health else ()
+
     def _reset_store(self) -> None:
         self._store = SeriesStore(len(self.spec.y_axis), self._store.keep_values)
+        self._health = self._new_health()
         self._drop_preview()
         self._tally = PictureTally(self.spec.y_axis)
         self._picture = None
@@ -221,6 +242,8 @@ class ChartData:
             # Size the buffers once for the whole file instead of growing them.
             store.reserve(max(parsed.rows, int(self.follower.expected_rows() * 1.02)))
         self._tally.add(parsed.steps, parsed.columns, store.append(parsed))
+        for health, column in zip(self._health, parsed.columns, strict=False):
+            health.feed(parsed.steps, column)
         if self._preview is not None:
             # The rows are not on screen yet, so no other thread draws from their M4
             # pyramids: extend those of the default view here, block by block beside the
@@ -247,6 +270,33 @@ class ChartData:
             problem if problem.chart is not None else dataclasses.replace(problem, chart=self.name)
             for problem in found
         ] + picture
+
+    def health_problems(self) -> list[Problem]:
+        """Spikes and divergences of this chart's series (with those the rows so far end in)."""
+        return [
+            Problem(
+                Rule(finding.rule),
+                self.file,
+                finding.message,
+                chart=self.name,
+                series=health.name,
+                step=finding.step,
+            )
+            for health in self._health
+            for finding in (*health.findings, *health.pending())
+        ]
+
+    def marks(self, series: int) -> tuple[tuple[int, str, bool], ...]:
+        """Steps of series `series` a chart marks: (step, rule, below). A nan or inf is
+        marked above the curve (nothing can draw it), a -inf below it, a spike or the
+        start of a divergence above it; the first MAX_PROBLEMS_PER_RULE_AND_FILE of each."""
+        name = self.y_axis[series]
+        found = {
+            (problem.step, problem.rule.value, " is -inf;" in problem.message)
+            for problem in (*self.follower.problems, *self.health_problems())
+            if problem.series == name and problem.step is not None
+        }
+        return tuple(sorted(found))  # type: ignore[arg-type]
 
     def file_problems(self) -> list[Problem]:
         """Row problems found so far plus the file's current state."""
@@ -309,9 +359,14 @@ class RunModel:
         directory: str | os.PathLike[str],
         settle_seconds: float = 1.0,
         keep_values: bool = True,
+        health: bool = True,
     ) -> None:
         """`keep_values=False`: count rows and keep stats and problems, but not the series
-        themselves (a one-shot check of a huge run then needs almost no memory)."""
+        themselves (a one-shot check of a huge run then needs almost no memory).
+        `health=False`: no spike or divergence findings (`--no-health`)."""
+        self.health = health
+        # The last-write times seen to grow while following: the run's own pace (`stalled`).
+        self._write_times: list[float] = []
         self.directory = Path(directory)
         self.settle_seconds = settle_seconds
         self.keep_values = keep_values
@@ -397,6 +452,10 @@ class RunModel:
                 self.last_write = max(self.last_write or 0.0, chart.follower.mtime)
         self.loading = more and not held
         self.settling = held
+        if self.last_write is not None and (
+            not self._write_times or self.last_write > self._write_times[-1]
+        ):
+            self._write_times = [*self._write_times[-PACE_WRITES:], self.last_write]
         problems = tuple(sorted(self._collect_problems(), key=Problem.sort_key))
         problems_changed = problems != self.problems
         self.problems = problems
@@ -457,7 +516,7 @@ class RunModel:
         current = {chart.spec: chart for chart in self.charts}
         charts = tuple(
             current.get(spec)
-            or ChartData(spec, self.directory, self.settle_seconds, self.keep_values)
+            or ChartData(spec, self.directory, self.settle_seconds, self.keep_values, self.health)
             for spec in specs
         )
         for chart, spec in zip(charts, specs, strict=True):
@@ -482,8 +541,33 @@ class RunModel:
         problems.extend(self._sidecar.problems)
         for chart in self.charts:
             problems.extend(chart.problems())
+            problems.extend(chart.health_problems())
+        problems.extend(self._stalled())
         problems.extend(self._orphan_problems())
         return problems
+
+    def _stalled(self) -> list[Problem]:
+        """`stalled`: silent far longer than the run's pace (learnt while following it)."""
+        times = self._write_times
+        if not self.health or len(times) < 2:
+            return []
+        silent = time.time() - times[-1]
+        limit = stalled_for(np.diff(times).tolist(), silent)
+        if limit is None:
+            return []
+        written = [chart for chart in self.charts if chart.last_step is not None]
+        latest = max(written, key=lambda chart: chart.last_step or 0, default=None)
+        return [
+            Problem(
+                Rule.STALLED,
+                ".",
+                f"no new row for {silent:,.0f} s, over {limit:,.0f} s ({STALL_INTERVALS:g}x "
+                f"this run's usual interval between writes, at least {STALL_MIN_SECONDS:g} s):"
+                " is the job still running?",
+                chart=latest.name if latest else None,
+                step=latest.last_step if latest else None,
+            )
+        ]
 
     def _orphan_problems(self) -> list[Problem]:
         declared = self._declared_files

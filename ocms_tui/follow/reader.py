@@ -224,8 +224,10 @@ class CsvFollower:
         file_name: str,
         y_axis: tuple[str, ...],
         settle_seconds: float = 1.0,
+        chart: str | None = None,
     ) -> None:
         self.directory = directory
+        self.chart = chart  # named in problems that have a place in the picture
         self.settle_seconds = settle_seconds
         self._held_since: float | None = None
         self.file_name = file_name
@@ -245,7 +247,9 @@ class CsvFollower:
         self._new_context()
 
     def _new_context(self) -> None:
-        self.context = ChunkContext(self.file_name, self.y_axis, ProblemCollector(self.file_name))
+        self.context = ChunkContext(
+            self.file_name, self.y_axis, ProblemCollector(self.file_name), chart=self.chart
+        )
 
     def _forget(self) -> None:
         self._identity = None

@@ -68,6 +68,7 @@ class ChunkContext:
     problems: ProblemCollector
     first_line: int = 1  # 1-based line number of the chunk's first line
     previous_step: int | None = None
+    chart: str | None = None  # the chart's name, for problems that name their place
 
     @property
     def width(self) -> int:
@@ -80,11 +81,17 @@ def _value_label(value: float) -> str:
     return "inf" if value > 0 else "-inf"
 
 
-def _report_non_finite(context: ChunkContext, series: int, line: int, value: float) -> None:
+def _report_non_finite(
+    context: ChunkContext, series: int, line: int, value: float, step: int
+) -> None:
+    name = context.y_axis[series]
     context.problems.add(
         Rule.NON_FINITE,
-        f"{context.y_axis[series]} is {_value_label(value)}; the Octopus UI may not draw it",
+        f"{name} is {_value_label(value)}; the Octopus UI may not draw it",
         line,
+        chart=context.chart,
+        series=name,
+        step=step,
     )
 
 
@@ -193,7 +200,7 @@ def parse_exact(data: bytes, context: ChunkContext) -> ParsedRows:
                 continue
             value = float(value_field)
             if not math.isfinite(value):
-                _report_non_finite(context, series, line_no, value)
+                _report_non_finite(context, series, line_no, value, step)
             columns[series].append(value)
     return ParsedRows(
         steps=np.array(steps, dtype=np.int64),
@@ -388,7 +395,8 @@ def _report_bulk_warnings(
     candidates.sort()
     listed_pairs = candidates[:room]
     for row, series in listed_pairs:
-        _report_non_finite(context, series, first + row, float(columns[series][row]))
+        value = float(columns[series][row])
+        _report_non_finite(context, series, first + row, value, int(steps[row]))
     problems.add_unlisted(Rule.NON_FINITE, total - len(listed_pairs))
 
 

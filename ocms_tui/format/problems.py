@@ -81,6 +81,10 @@ class Rule(str, Enum):
     # Another tool's log opened directly: what its reader said (a damaged event file, rows
     # left out), named by the source's own files.
     SOURCE_PROBLEM = "source-problem"
+    # Curve health (follow/health.py): what the numbers do, not how they are written.
+    SPIKE = "spike"
+    DIVERGENCE = "divergence"
+    STALLED = "stalled"
 
     @property
     def severity(self) -> Severity:
@@ -99,7 +103,12 @@ _WARNINGS = {
     Rule.NOT_A_FRACTION,
     Rule.COUNTER_METRIC,
     Rule.SOURCE_PROBLEM,
+    Rule.SPIKE,
+    Rule.DIVERGENCE,
+    Rule.STALLED,
 }
+# The rules that judge a curve's health, which --no-health turns off and --fail-on may raise.
+HEALTH_RULES = frozenset({Rule.NON_FINITE, Rule.SPIKE, Rule.DIVERGENCE, Rule.STALLED})
 _SEVERITY = {rule: Severity.WARNING if rule in _WARNINGS else Severity.ERROR for rule in Rule}
 
 # A file with thousands of bad rows reports this many per rule, then one summary line.
@@ -119,14 +128,15 @@ class Problem:
     chart: str | None = None
     series: str | None = None
     step: int | None = None
+    failing: bool = False  # a warning the user made an error (`--fail-on RULE`)
 
     @property
     def severity(self) -> Severity:
-        return self.rule.severity
+        return Severity.ERROR if self.failing else self.rule.severity
 
     @property
     def is_error(self) -> bool:
-        return self.rule.severity is Severity.ERROR
+        return self.severity is Severity.ERROR
 
     def sort_key(self) -> tuple[str, bool, int, str]:
         return (self.path, self.overflow, self.line or 0, self.rule.value)
@@ -163,13 +173,17 @@ class ProblemCollector:
         message: str,
         line: int | None = None,
         *,
+        chart: str | None = None,
         series: str | None = None,
         step: int | None = None,
     ) -> None:
+        """`chart`, `series`, `step`: where in the picture the problem is, when it has a place."""
         count = self._counts.get(rule, 0) + 1
         self._counts[rule] = count
         if count <= self.cap:
-            self.problems.append(Problem(rule, self.path, message, line, series=series, step=step))
+            self.problems.append(
+                Problem(rule, self.path, message, line, chart=chart, series=series, step=step)
+            )
         else:
             self.suppressed[rule] = self.suppressed.get(rule, 0) + 1
 

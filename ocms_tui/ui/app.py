@@ -24,6 +24,7 @@ from textual.driver import Driver
 from textual.message import Message
 
 from ocms_tui.follow.model import RunModel
+from ocms_tui.follow.notify import Notifier, notification_for
 from ocms_tui.follow.run_table import Ranking, find_series, rank_groups
 from ocms_tui.follow.runs import run_status
 from ocms_tui.follow.runset import OverlayChart, TrackedRun
@@ -36,6 +37,7 @@ from ocms_tui.follow.session import (
     run_key,
 )
 from ocms_tui.follow.watch import Watcher
+from ocms_tui.format.problems import HEALTH_RULES, Problem
 from ocms_tui.format.ranking import DEFAULT_GROUP_PATTERN, SortKey, compile_group_pattern
 from ocms_tui.ui.exit_signals import exit_on_signals, signals_noted
 from ocms_tui.ui.freeze import LayoutFreezer
@@ -116,13 +118,20 @@ class OcmsApp(ChartKeys, App[int]):
         sort: SortKey | None = None,
         top: int = DEFAULT_TOP_RUNS,
         group: re.Pattern[str] | None = None,
+        notify: bool = False,
+        baseline: PathArgument | None = None,
     ) -> None:
         """`session`: one already reading `paths` (started before Textual was imported, so
         that the first rows are read meanwhile); the app takes its states over. Runs
         overlaid are ranked by `sort` (None: the session picks a series); the first `top`
         are drawn in colour. `group`: start with runs grouped by this seed pattern (`g`
-        toggles grouping, by the default pattern unless one is given)."""
+        toggles grouping, by the default pattern unless one is given). `notify`: ring the
+        bell and send a desktop notification once per health finding (--notify).
+        `baseline`: a run also followed (add it to `paths`) and drawn dotted (--baseline)."""
         super().__init__()
+        self.baseline = None if baseline is None else Path(baseline)
+        self.notifier = Notifier() if notify else None
+        self.notifications_sent: list[str] = []
         self.handle_signals = handle_signals
         # Exit signals that came after the terminal was set up but before the app could
         # answer them (see signals_noted): answered at once when it can.
@@ -280,6 +289,7 @@ class OcmsApp(ChartKeys, App[int]):
                     panel.show_new_data()
         if previous is None or previous.problems != state.problems:
             self.query_one(ProblemsPane).show(state.problems)
+            self._notify(state.problems)
         self.grid.show_message(grid_message(state, self.directory_label))
         self.query_one(StatusBar).show(state.status)
         if state.overlaid:
@@ -318,6 +328,20 @@ class OcmsApp(ChartKeys, App[int]):
             for panel in self.grid.panels:
                 panel.show_runs(view)
 
+    def _notify(self, problems: tuple[Problem, ...]) -> None:
+        if self.notifier is None:
+            return
+        self.notifier.forget_missing(problems)
+        fresh = self.notifier.new_findings(problems)
+        if not fresh:
+            return
+        text = notification_for(fresh)
+        self.notifications_sent.append(text)
+        driver = self._driver
+        if driver is not None and not self.is_headless:
+            driver.write(text)
+            driver.flush()
+
     def _run_rows(self, state: SessionState) -> list[RunRow]:
         now = self.clock()
         ranking = state.ranking
@@ -340,6 +364,9 @@ class OcmsApp(ChartKeys, App[int]):
                 problems=len(run.model.problems),
                 shown=run_key(run) not in state.hidden_runs,
                 value=_sort_value(run, ranking, values.get(run_key(run))),
+                health=next(
+                    (p.rule.value for p in run.model.problems if p.rule in HEALTH_RULES), None
+                ),
             )
             for run in ordered
         ]
@@ -363,6 +390,7 @@ class OcmsApp(ChartKeys, App[int]):
                 self._panel_views.setdefault(chart.name, PanelView()),
                 overlaid=overlaid,
                 runs=self.run_view,
+                baseline=self.baseline,
             )
             for chart in charts
         ]
@@ -461,10 +489,22 @@ def run_dashboard(
     session: FollowSession | None = None,
     top: int = DEFAULT_TOP_RUNS,
     group: re.Pattern[str] | None = None,
+    notify: bool = False,
+    baseline: PathArgument | None = None,
 ) -> int:
     """Open the dashboard on `paths` (runs or parents of runs) until the user quits; returns
-    the exit code. `session`, `top`, `group`: see OcmsApp (the session knows the sort)."""
-    app = OcmsApp(paths, poll=poll, handle_signals=True, session=session, top=top, group=group)
+    the exit code. `session`, `top`, `group`, `notify`, `baseline`: see OcmsApp (the
+    session knows the sort)."""
+    app = OcmsApp(
+        paths,
+        poll=poll,
+        handle_signals=True,
+        session=session,
+        top=top,
+        group=group,
+        notify=notify,
+        baseline=baseline,
+    )
     with signals_noted() as app.signals_before_mount:
         app.run()
     return app.return_code or 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
@@ -34,6 +35,10 @@ from ocms_tui.widgets.keys import Scope
 from ocms_tui.widgets.safe_text import safe_text
 from ocms_tui.widgets.series_table import SeriesRow, SeriesTable
 
+# Marks of the health checks: a triangle on the edge the value lies beyond, in red.
+MARK_ABOVE = "▼"
+MARK_BELOW = "▲"
+MARK_COLOR = (230, 60, 60)
 MIN_PLOT_ROWS = 10  # a plot keeps 7 rows of curve above its legend, however long
 # Runs overlaid make long legends: a panel asks the grid for room for this many lines of it
 # and sums up the rest in its last line when the panel is smaller.
@@ -105,17 +110,31 @@ class RunView:
 
 
 def panel_lines(
-    overlay: OverlayChart, overlaid: bool, runs: RunView | None = None
+    overlay: OverlayChart,
+    overlaid: bool,
+    runs: RunView | None = None,
+    baseline: Path | None = None,
 ) -> tuple[Line, ...]:
-    """One run: a colour per series, every series. Runs overlaid: the featured runs first, in
-    their order, a colour per run and a marker per series, labels naming run and series;
-    then the highlighted run, then every other run's series, muted."""
-    if not overlaid:
-        return tuple(
-            Line(source, index, name, series_color(index), MARKER)
-            for source in overlay.sources
-            for index, name in enumerate(source.chart.y_axis)
-        )
+    """One run: a colour per series, every series. A run and its baseline (`--baseline`):
+    the run drawn as alone, the baseline in the same colours, dotted. Runs overlaid: the
+    featured runs first, in their order, a colour per run and a marker per series, labels
+    naming run and series; then the highlighted run, then every other run's series, muted;
+    a baseline among them dotted."""
+
+    def is_baseline(source: RunChart) -> bool:
+        return baseline is not None and _same_directory(source.run.directory, baseline)
+
+    if not overlaid or (baseline is not None and len(overlay.sources) <= 2):
+        alone: list[Line] = []
+        for source in overlay.sources:
+            for index, name in enumerate(source.chart.y_axis):
+                color = series_color(index)
+                if is_baseline(source):
+                    run = f"baseline {source.run.name}"
+                    alone.append(Line(source, index, name, color, EARLIER_PASS_MARKER, run))
+                else:
+                    alone.append(Line(source, index, name, color, MARKER))
+        return tuple(alone)
     runs = runs or RunView()
     if runs.groups:
         return group_lines(overlay, runs)
@@ -129,6 +148,9 @@ def panel_lines(
         for index, name in enumerate(source.chart.y_axis):
             if color is None:
                 muted.append(Line(source, index, name, MUTED_COLOR, MARKER, source.run.name, True))
+            elif is_baseline(source):
+                run = f"baseline {source.run.name}"
+                listed.append(Line(source, index, name, color, EARLIER_PASS_MARKER, run))
             else:
                 marker = series_marker(index)
                 listed.append(Line(source, index, name, color, marker, source.run.name))
@@ -157,6 +179,13 @@ def group_lines(overlay: OverlayChart, runs: RunView) -> tuple[Line, ...]:
             line = Line(first, index, series_name, color, marker, label, not featured, carriers)
             (listed if featured else muted).append(line)
     return (*listed, *muted)
+
+
+def _same_directory(first: Path, second: Path) -> bool:
+    try:
+        return first.resolve() == second.resolve()
+    except OSError:
+        return first == second
 
 
 @dataclass
@@ -195,12 +224,14 @@ class ChartPanel(Vertical, can_focus=True):
         view: PanelView,
         overlaid: bool = False,
         runs: RunView | None = None,
+        baseline: Path | None = None,
     ) -> None:
         super().__init__()
         self.overlay = overlay
         self.overlaid = overlaid
         self.runs = runs or RunView()
-        self.lines = panel_lines(overlay, overlaid, self.runs)
+        self.baseline = baseline
+        self.lines = panel_lines(overlay, overlaid, self.runs, baseline)
         self.shared = shared
         self.view = view
         self.plot = ChartPlot(self._series_for_plot)
@@ -234,7 +265,7 @@ class ChartPanel(Vertical, can_focus=True):
         if runs == self.runs:
             return
         self.runs = runs
-        self.lines = panel_lines(self.overlay, self.overlaid, runs)
+        self.lines = panel_lines(self.overlay, self.overlaid, runs, self.baseline)
         self.view.hidden = set()  # the numbers 1-9 name other lines now
         self.redraw()
 
@@ -497,6 +528,7 @@ class ChartPanel(Vertical, can_focus=True):
                         layer=line.muted,
                     )
                 )
+            series.extend(self._marks(line))
         spans = [_span(stores[key], steps) for key, steps in all_steps.items()]
         return series, self.view.log_y, _x_range(spans, self.shared.zoom)
 
@@ -544,6 +576,29 @@ class ChartPanel(Vertical, can_focus=True):
         in_front = [item for item in listed if run_key(item[1].source.run) == front]
         behind = [item for item in listed if run_key(item[1].source.run) != front]
         return [*muted, *reversed(behind), *in_front]
+
+    def _marks(self, line: Line) -> list[Series]:
+        """The steps the health checks name, as marks on the chart's top (a nan, an inf, a
+        spike, where a divergence began) or bottom (a -inf) edge: a value no line can draw
+        is shown, not skipped."""
+        chart = line.source.chart
+        marks = chart.marks(line.index)
+        stats = chart.stats(line.index)
+        if not marks or stats.maximum is None or stats.minimum is None:
+            return []
+        if self.view.log_y and stats.minimum <= 0:
+            return []  # a mark at a non-positive level has no place on a log axis
+        # One series per mark: plotext joins the points of one series with a line.
+        return [
+            Series(
+                np.array([step], dtype=np.int64),
+                np.array([stats.minimum if below else stats.maximum]),
+                MARK_COLOR,
+                steps_sorted=True,
+                marker=MARK_BELOW if below else MARK_ABOVE,
+            )
+            for step, _, below in marks
+        ]
 
     def _shown_range(self, zoom: int) -> tuple[float, float] | None:
         stores = [chart.drawn() for chart in self.charts]

@@ -32,6 +32,7 @@ class RunRow:
     problems: int
     shown: bool
     value: str = ""  # the latest value of the series the runs are ranked by ("": none)
+    health: str | None = None  # the first health finding's rule ("spike", "divergence"...)
 
 
 def run_prompt(row: RunRow) -> Content:
@@ -42,9 +43,12 @@ def run_prompt(row: RunRow) -> Content:
     parts: list[str | tuple[str, str]] = [("━ ", f"rgb({red},{green},{blue})")]
     if row.value:
         parts.append((f"{row.value} ", "bold" if row.shown else "dim"))
-    # Before the name: a long name is cut at the list's edge, and a broken run must say so.
+    # Before the name: a long name is cut at the list's edge, and a broken or unhealthy run
+    # must say so.
     if row.problems:
         parts.append((f"{row.problems}▲ ", "$warning"))
+    if row.health:
+        parts.append((f"⚠ {row.health} ", "bold $error"))
     parts += [
         # The checkbox's colour alone is easy to miss: a hidden run is struck through too.
         (visible(row.name), "bold" if row.shown else "dim strike"),
