@@ -29,6 +29,7 @@ from ocms_tui.format.ranking import (
 from ocms_tui.ui.serve import DEFAULT_HOST, DEFAULT_MAX_SESSIONS, DEFAULT_PORT
 
 if TYPE_CHECKING:
+    from ocms_tui.follow.runset import OutsideProblems
     from ocms_tui.sources.live import ConvertedSources
 
 
@@ -488,9 +489,15 @@ def _dispatch(
         paths = [*paths, baseline]
     if options.snapshot is not None:
         return _snapshot(
-            paths, options.snapshot, options.size, options, label=label, baseline=baseline
+            paths,
+            options.snapshot,
+            options.size,
+            options,
+            label=label,
+            baseline=baseline,
+            outside_problems=converted.problems_of if converted is not None else None,
         )
-    return _dashboard(paths, options.poll, options, label, baseline)
+    return _dashboard(paths, options.poll, options, label, baseline, converted)
 
 
 def _dashboard(
@@ -499,6 +506,7 @@ def _dashboard(
     options: argparse.Namespace,
     label: str | None = None,
     baseline: Path | None = None,
+    converted: ConvertedSources | None = None,
 ) -> int:
     """The dashboard on `paths` (runs under parents are found there). The runs are read
     from the start, on the session's thread, while Textual is imported and the screen is
@@ -514,6 +522,7 @@ def _dashboard(
         directory_label=label or label_of(paths),
         wait_for_first_screen=True,
         sort=options.sort,
+        outside_problems=converted.problems_of if converted is not None else None,
     )
     session.start()
     try:
@@ -626,6 +635,7 @@ def _snapshot(
     options: argparse.Namespace | None = None,
     label: str | None = None,
     baseline: Path | None = None,
+    outside_problems: OutsideProblems | None = None,
 ) -> int:
     """Render once to an SVG; a usage error when there is nothing to render or nowhere to
     write it (a FIFO, a device, a directory...: see format/output_files.py), both checked
@@ -655,6 +665,8 @@ def _snapshot(
             view["directory_label"] = label
         if baseline is not None:
             view["baseline"] = baseline
+        if outside_problems is not None:
+            view["outside_problems"] = outside_problems
         replace_file(target, lambda temp: save_snapshot(paths, temp, size=size, **view))
     except OSError as error:
         return _fail(f"--snapshot: cannot write {out_path}: {error.strerror or error}")

@@ -68,6 +68,34 @@ def test_a_length_checksum_error_mid_file_keeps_what_came_before_file_or_directo
     assert f"::warning file={path},title=source-problem::offset {damaged_at}" in github.stdout
 
 
+def test_the_dashboard_of_a_damaged_source_shows_its_problem_by_the_sources_own_file(
+    tmp_path: Path,
+) -> None:
+    """Opened directly, a damaged event file's warning reaches the problems pane (rendered
+    through `--snapshot`, the real command), naming the source's file, never the temp
+    conversion."""
+    run = tmp_path / "run"
+    path = write_run(run)
+    data = bytearray(path.read_bytes())
+    damaged_at = record_offsets(bytes(data))[21]
+    data[damaged_at] ^= 0x01
+    path.write_bytes(bytes(data))
+    svg = tmp_path / "dashboard.svg"
+    result = run_cli(str(run), "--snapshot", str(svg), "--size", "200x50")
+    assert result.returncode == 0, result.stderr
+    text = " ".join(svg_text(svg.read_text(encoding="utf-8")).split())
+    assert "source-problem" in text
+    assert f"offset {damaged_at}" in text
+    assert "ocms-tui-import" not in text
+
+
+def svg_text(svg: str) -> str:
+    import html
+    import re
+
+    return html.unescape("".join(re.findall(r"<text[^>]*>(.*?)</text>", svg)))
+
+
 def test_more_event_files_than_are_read_says_what_was_left_out(tmp_path: Path) -> None:
     run = tmp_path / "run"
     first = write_run(run, steps=3)

@@ -7,7 +7,7 @@ refreshes); the UI reads `runs`, a tuple replaced as a whole, never mutated in p
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -97,12 +97,22 @@ def overlay(runs: Iterable[TrackedRun]) -> tuple[OverlayChart, ...]:
     return tuple(OverlayChart(name, tuple(sources)) for name, sources in by_name.items())
 
 
-def combined_problems(runs: Sequence[TrackedRun]) -> tuple[Problem, ...]:
-    """Every run's problems; with several runs each path starts with its run's name."""
+OutsideProblems = Callable[[Path], tuple[Problem, ...]]
+
+
+def combined_problems(
+    runs: Sequence[TrackedRun], outside: OutsideProblems | None = None
+) -> tuple[Problem, ...]:
+    """Every run's problems, after those `outside` knows of its directory (another tool's
+    log converted into it: that log's own problems, named by its own files); with several
+    runs each path starts with its run's name."""
+
+    def of(run: TrackedRun) -> tuple[Problem, ...]:
+        own = outside(Path(run.directory)) if outside is not None else ()
+        return own + run.model.problems
+
     if len(runs) == 1:
-        return runs[0].model.problems
+        return of(runs[0])
     return tuple(
-        replace(problem, path=f"{run.name}/{problem.path}")
-        for run in runs
-        for problem in run.model.problems
+        replace(problem, path=f"{run.name}/{problem.path}") for run in runs for problem in of(run)
     )

@@ -20,7 +20,14 @@ from dataclasses import dataclass
 
 from ocms_tui.follow.run_table import NOT_RANKED, Ranking, rank_runs
 from ocms_tui.follow.runs import LIVE_SECONDS, RunStatus, quiet_status
-from ocms_tui.follow.runset import RESCAN_SECONDS, OverlayChart, RunSet, TrackedRun, overlay
+from ocms_tui.follow.runset import (
+    RESCAN_SECONDS,
+    OutsideProblems,
+    OverlayChart,
+    RunSet,
+    TrackedRun,
+    overlay,
+)
 from ocms_tui.follow.runset import combined_problems as all_problems
 from ocms_tui.follow.watch import DIRECTORY, Watcher, open_watcher
 from ocms_tui.format.problems import Problem
@@ -112,9 +119,13 @@ class FollowSession:
         stale_after: float = STALE_AFTER_SECONDS,
         wait_for_first_screen: bool = False,
         sort: SortKey | None = None,
+        outside_problems: OutsideProblems | None = None,
     ) -> None:
-        """`sort`: the series runs are ranked by (None: `rank_runs` picks one)."""
+        """`sort`: the series runs are ranked by (None: `rank_runs` picks one).
+        `outside_problems`: a run directory's problems found outside it (the own problems of
+        another tool's log converted into it), shown before the run's own."""
         self.sort = sort
+        self.outside_problems = outside_problems
         self.runset = RunSet(list(paths))
         self.publish = publish
         self.poll = poll
@@ -335,7 +346,7 @@ class FollowSession:
             serial=self._serial,
             runs=runs,
             charts=charts,
-            problems=all_problems(runs) if runs else (),
+            problems=all_problems(runs, self.outside_problems) if runs else (),
             status=self._status(runs, len(charts)),
             changed=changed,
             hidden_runs=self.hidden_runs,

@@ -253,7 +253,7 @@ class ConvertedSources:
             if converted is None:
                 named.append(result)
                 continue
-            own = tuple(_source_problem(note) for note in converted.problems)
+            own = self.problems_of(result.directory)
             named.append(
                 dataclasses.replace(
                     result,
@@ -262,6 +262,14 @@ class ConvertedSources:
                 )
             )
         return named
+
+    def problems_of(self, directory: Path) -> tuple[Problem, ...]:
+        """The own problems of the source converted into `directory` (none for a run that
+        is not a conversion), for the dashboard's problems pane."""
+        converted = self.source_of(directory)
+        if converted is None:
+            return ()
+        return tuple(_source_problem(note) for note in converted.problems)
 
     def source_of(self, directory: Path) -> ConvertedSource | None:
         """The converted source written into `directory`, if it is one."""

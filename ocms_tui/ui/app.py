@@ -27,7 +27,7 @@ from ocms_tui.follow.model import RunModel
 from ocms_tui.follow.notify import Notifier, notification_for
 from ocms_tui.follow.run_table import Ranking, find_series, rank_groups
 from ocms_tui.follow.runs import run_status
-from ocms_tui.follow.runset import OverlayChart, TrackedRun
+from ocms_tui.follow.runset import OutsideProblems, OverlayChart, TrackedRun
 from ocms_tui.follow.session import (
     STALE_AFTER_SECONDS,
     FollowSession,
@@ -120,6 +120,7 @@ class OcmsApp(ChartKeys, App[int]):
         group: re.Pattern[str] | None = None,
         notify: bool = False,
         baseline: PathArgument | None = None,
+        outside_problems: OutsideProblems | None = None,
     ) -> None:
         """`session`: one already reading `paths` (started before Textual was imported, so
         that the first rows are read meanwhile); the app takes its states over. Runs
@@ -127,7 +128,8 @@ class OcmsApp(ChartKeys, App[int]):
         are drawn in colour. `group`: start with runs grouped by this seed pattern (`g`
         toggles grouping, by the default pattern unless one is given). `notify`: ring the
         bell and send a desktop notification once per health finding (--notify).
-        `baseline`: a run also followed (add it to `paths`) and drawn dotted (--baseline)."""
+        `baseline`: a run also followed (add it to `paths`) and drawn dotted (--baseline).
+        `outside_problems`: see FollowSession (a converted log's own problems)."""
         super().__init__()
         self.baseline = None if baseline is None else Path(baseline)
         self.notifier = Notifier() if notify else None
@@ -152,6 +154,7 @@ class OcmsApp(ChartKeys, App[int]):
             stale_after=stale_after,
             wait_for_first_screen=True,
             sort=sort,
+            outside_problems=outside_problems,
         )
         self.top = top
         self.group_pattern = group or compile_group_pattern(DEFAULT_GROUP_PATTERN)
