@@ -526,7 +526,7 @@ def _dashboard(
     )
     session.start()
     try:
-        from ocms_tui.ui.app import run_dashboard
+        from ocms_tui.ui.launch import run_dashboard
 
         return run_dashboard(
             paths,
@@ -655,7 +655,7 @@ def _snapshot(
     else:
         return _fail("nothing to snapshot: " + "; ".join(nothing_there))
 
-    from ocms_tui.ui.app import save_snapshot
+    from ocms_tui.ui.launch import save_snapshot
 
     try:
         view: dict[str, object] = {}

@@ -14,8 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ocms_tui.ui.app import save_snapshot
 from ocms_tui.ui.demo import write_demo_run, write_problem_run
+from ocms_tui.ui.launch import save_snapshot
 
 PINNED_TIME = 1_700_000_000.0
 SHOTS = (

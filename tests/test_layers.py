@@ -28,7 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 RECORDER = ROOT / "recorder" / "ocms_recorder.py"
 # The UI, and the entry points that start it (the contracts name these): everything else in
 # ocms_tui is the core.
-USER_INTERFACE = frozenset({"ocms_tui.ui.app", "ocms_tui.widgets"})
+USER_INTERFACE = frozenset(
+    {"ocms_tui.ui.app", "ocms_tui.ui.run_ranking", "ocms_tui.ui.launch", "ocms_tui.widgets"}
+)
 ENTRY_POINTS = frozenset({"ocms_tui.__main__", "ocms_tui.cli", "ocms_tui.ui.demo", "ocms_tui.ui.serve"})
 UI_PACKAGES = ("textual", "textual_plotext", "textual_serve", "rich")
 PYTHON_IMPORTTIME = (sys.executable, "-X", "importtime", "-m", "ocms_tui")

@@ -25,8 +25,6 @@ from textual.message import Message
 
 from ocms_tui.follow.model import RunModel
 from ocms_tui.follow.notify import Notifier, notification_for
-from ocms_tui.follow.run_table import Ranking, find_series, rank_groups
-from ocms_tui.follow.runs import run_status
 from ocms_tui.follow.runset import OutsideProblems, OverlayChart, TrackedRun
 from ocms_tui.follow.session import (
     STALE_AFTER_SECONDS,
@@ -34,19 +32,18 @@ from ocms_tui.follow.session import (
     PathArgument,
     SessionState,
     label_of,
-    run_key,
 )
 from ocms_tui.follow.watch import Watcher
-from ocms_tui.format.problems import HEALTH_RULES, Problem
+from ocms_tui.format.problems import Problem
 from ocms_tui.format.ranking import DEFAULT_GROUP_PATTERN, SortKey, compile_group_pattern
-from ocms_tui.ui.exit_signals import exit_on_signals, signals_noted
+from ocms_tui.ui.exit_signals import exit_on_signals
 from ocms_tui.ui.freeze import LayoutFreezer
+from ocms_tui.ui.run_ranking import RunRanking
 from ocms_tui.widgets.bindings import bindings
 from ocms_tui.widgets.chart_grid import ChartGrid
 from ocms_tui.widgets.chart_keys import ChartKeys
 from ocms_tui.widgets.chart_panel import (
     DEFAULT_TOP_RUNS,
-    MUTED_COLOR,
     ChartPanel,
     PanelView,
     RunView,
@@ -58,8 +55,7 @@ from ocms_tui.widgets.help_screen import HelpScreen, octopus_runs
 from ocms_tui.widgets.key_footer import KeyFooter
 from ocms_tui.widgets.keys import Scope
 from ocms_tui.widgets.problems_pane import ProblemsPane
-from ocms_tui.widgets.run_list import RunList, RunRow
-from ocms_tui.widgets.series_table import format_number
+from ocms_tui.widgets.run_list import RunList
 from ocms_tui.widgets.status_bar import StatusBar
 
 
@@ -79,7 +75,7 @@ class StateChanged(Message):
         return False
 
 
-class OcmsApp(ChartKeys, App[int]):
+class OcmsApp(RunRanking, ChartKeys, App[int]):
     """Follows the runs named by `paths` (run directories, or parents searched for runs).
     `poll` polls every that many seconds instead of inotify; `watch=False` reads only on the
     timer's safety refresh (snapshots); `directory_label` and `clock` make the screen
@@ -302,35 +298,6 @@ class OcmsApp(ChartKeys, App[int]):
         if not state.charts:
             self.session.first_screen_shown()  # nothing to draw: no reason to wait
 
-    def _show_run_view(self, state: SessionState | None = None) -> None:
-        """Feature the leading runs of the ranking (those shown), bring the run highlighted
-        in the list to the front while the list has the focus, and tell every panel."""
-        state = state or self.state
-        if state is None:
-            return
-        ranking = state.ranking
-        featured = [key for key in ranking.order if key not in state.hidden_runs][: self.top]
-        in_list = self.focused is not None and self.focused in self.run_list.walk_children()
-        ranked_by = ranking.sort.series if ranking.sort else ""
-        if self.grouped:
-            names = {
-                run_key(run): run.name
-                for run in state.runs
-                if run_key(run) not in state.hidden_runs
-            }
-            groups = rank_groups(ranking, names, self.group_pattern)
-            view = RunView(ranked_by=ranked_by, groups=groups, top=self.top)
-        else:
-            view = RunView(
-                tuple(featured),
-                self.run_list.highlighted_key if in_list else None,
-                ranked_by,
-            )
-        if view != self.run_view:
-            self.run_view = view
-            for panel in self.grid.panels:
-                panel.show_runs(view)
-
     def _notify(self, problems: tuple[Problem, ...]) -> None:
         if self.notifier is None:
             return
@@ -344,35 +311,6 @@ class OcmsApp(ChartKeys, App[int]):
         if driver is not None and not self.is_headless:
             driver.write(text)
             driver.flush()
-
-    def _run_rows(self, state: SessionState) -> list[RunRow]:
-        now = self.clock()
-        ranking = state.ranking
-        by_key = {run_key(run): run for run in state.runs}
-        ordered = [by_key[key] for key in ranking.order if key in by_key]
-        ranked = set(ranking.order)
-        ordered += [run for run in state.runs if run_key(run) not in ranked]
-        values = dict(zip(ranking.order, ranking.values, strict=True))
-        return [
-            RunRow(
-                key=run_key(run),
-                name=run.name,
-                color=self.run_view.color_of(run_key(run)) or MUTED_COLOR,
-                status=run_status(run.model, now, live_seconds=self.stale_after),
-                quiet_seconds=None if run.model.last_write is None else now - run.model.last_write,
-                last_step=max(
-                    (c.last_step for c in run.model.charts if c.last_step is not None),
-                    default=None,
-                ),
-                problems=len(run.model.problems),
-                shown=run_key(run) not in state.hidden_runs,
-                value=_sort_value(run, ranking, values.get(run_key(run))),
-                health=next(
-                    (p.rule.value for p in run.model.problems if p.rule in HEALTH_RULES), None
-                ),
-            )
-            for run in ordered
-        ]
 
     async def _show_charts(self, key: tuple[tuple[OverlayChart, ...], bool]) -> None:
         if not self._screen_composed():
@@ -417,44 +355,6 @@ class OcmsApp(ChartKeys, App[int]):
             return self.overlaid  # one run: no run list, and the footer as it always was
         return True
 
-    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
-        # Besides ChartKeys' own handler (Textual calls both): the run in front follows
-        # the focus into and out of the run list.
-        if self._screen_composed():
-            self._show_run_view()
-
-    def on_run_list_highlighted(self, event: RunList.Highlighted) -> None:
-        self._show_run_view()
-
-    def action_group_runs(self) -> None:
-        """Runs that differ only in their seed as one line (mean and min-max band), or
-        every run again."""
-        self.grouped = not self.grouped
-        self._show_run_view()
-
-    def action_next_sort(self) -> None:
-        """Rank the runs by the next series of theirs (after the last, the first again)."""
-        ranking = self.state.ranking if self.state is not None else None
-        if ranking is None or not ranking.series:
-            return
-        names = ranking.series
-        current = ranking.sort.series if ranking.sort else None
-        following = names[(names.index(current) + 1) % len(names)] if current in names else names[0]
-        self.session.set_sort(SortKey.parse(following))
-
-    def action_runs(self) -> None:
-        run_list = self.run_list
-        run_list.display = not run_list.display
-        if not run_list.display and self.focused in run_list.walk_children():
-            self._focus_grid()
-
-    def action_filter_runs(self) -> None:
-        self.run_list.display = True
-        self.run_list.filter.focus()
-
-    def on_run_list_toggled(self, event: RunList.Toggled) -> None:
-        self.session.show_run(event.key, event.shown)
-
     def on_key(self, event: events.Key) -> None:
         # Escape in the filter (or the list) hands the keys back to the charts.
         if event.key == "escape" and self.focused in self.run_list.walk_children():
@@ -474,62 +374,3 @@ class OcmsApp(ChartKeys, App[int]):
     def action_problems(self) -> None:
         pane = self.query_one(ProblemsPane)
         pane.display = not pane.display
-
-
-def _sort_value(run: TrackedRun, ranking: Ranking, value: float | None) -> str:
-    """A run's latest value of the sort series; a run without that series says so (it is
-    ranked last)."""
-    if ranking.sort is None:
-        return ""
-    if value is None and find_series(run.model.charts, ranking.sort.series) is None:
-        return f"no {ranking.sort.series}"
-    return format_number(value)
-
-
-def run_dashboard(
-    paths: PathArgument | Sequence[PathArgument],
-    poll: float | None = None,
-    session: FollowSession | None = None,
-    top: int = DEFAULT_TOP_RUNS,
-    group: re.Pattern[str] | None = None,
-    notify: bool = False,
-    baseline: PathArgument | None = None,
-) -> int:
-    """Open the dashboard on `paths` (runs or parents of runs) until the user quits; returns
-    the exit code. `session`, `top`, `group`, `notify`, `baseline`: see OcmsApp (the
-    session knows the sort)."""
-    app = OcmsApp(
-        paths,
-        poll=poll,
-        handle_signals=True,
-        session=session,
-        top=top,
-        group=group,
-        notify=notify,
-        baseline=baseline,
-    )
-    with signals_noted() as app.signals_before_mount:
-        app.run()
-    return app.return_code or 0
-
-
-def save_snapshot(
-    paths: PathArgument | Sequence[PathArgument],
-    out_path: str | os.PathLike[str],
-    size: tuple[int, int],  # the default is the command line's (--size)
-    **options: object,
-) -> None:
-    """Render the dashboard on `paths` once, fully loaded, to an SVG file.
-
-    `options` go to OcmsApp (e.g. `directory_label`, `clock` for reproducible screenshots).
-    """
-
-    async def render() -> str:
-        app = OcmsApp(paths, watch=False, **options)  # type: ignore[arg-type]
-        app.animation_level = "none"
-        async with app.run_test(size=size) as pilot:
-            await app.settle()
-            await pilot.pause()
-            return app.export_screenshot(title=f"ocms-tui {app.directory_label}")
-
-    Path(out_path).write_text(asyncio.run(render()), encoding="utf-8")

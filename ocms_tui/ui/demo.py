@@ -178,7 +178,7 @@ def run_demo(poll: float | None = None) -> int:
     from ocms_tui.widgets.keys import prefer_quick_escape
 
     prefer_quick_escape()
-    from ocms_tui.ui.app import run_dashboard  # Textual is imported here only
+    from ocms_tui.ui.launch import run_dashboard  # Textual is imported here only
 
     with tempfile.TemporaryDirectory(prefix="ocms-demo-") as temporary:
         directory = Path(temporary) / DEFAULT_SUBDIR
