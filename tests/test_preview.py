@@ -18,6 +18,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 from app_support import screen_lines, wait_for, write_layout
+from format_support import format_problems
 
 from ocms_tui.follow import model as model_module
 from ocms_tui.follow import session as session_module
@@ -223,7 +224,7 @@ def test_charts_read_side_by_side_equal_a_read_in_one_go(tmp_path: Path) -> None
         assert np.array_equal(chart.steps(), reference.steps())
         assert np.array_equal(chart.values(0), reference.values(0))
     assert model.problems == whole.problems
-    lines = sorted((problem.path, problem.line) for problem in model.problems)
+    lines = sorted((problem.path, problem.line) for problem in format_problems(model.problems))
     assert lines == [("a.csv", 1001), ("b.csv", 2001), ("c.csv", 3001)]
 
 

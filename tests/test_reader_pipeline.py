@@ -3,6 +3,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from format_support import format_problems
 from ocms_recorder import write_layout
 
 import ocms_tui.follow.reader as reader_module
@@ -128,4 +129,4 @@ def test_every_row_is_stored_when_the_first_block_misjudges_the_row_count(
     assert chart.steps().tolist() == reference.steps.tolist()
     for series, theirs in enumerate(reference.columns):
         np.testing.assert_array_equal(chart.values(series), theirs)
-    assert not model.problems
+    assert not format_problems(model.problems)  # the sawtooth rows are no training curve

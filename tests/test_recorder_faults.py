@@ -19,6 +19,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from format_support import dropped_keys, format_problems
 from ocms_recorder import MAX_PENDING_ROWS, MAX_SERIES_PER_CHART, OcmsRecorder
 from reliability_support import can_mount, mounted
 from test_recorder_support import (
@@ -118,9 +119,12 @@ def test_a_full_disk_drops_rows_without_raising_and_leaves_whole_lines(tmp_path:
     assert_consistent(tmp_path)
 
 
-def _passes(directory: Path) -> None:
+def _passes(directory: Path, dropped: tuple[str, ...] = ()) -> None:
+    """Consistent, the format clean, and on record exactly the keys the test drops."""
     assert_consistent(directory)
-    assert check_directory(directory, health=False).problems == ()
+    problems = check_directory(directory, health=False).problems
+    assert format_problems(problems) == ()
+    assert dropped_keys(problems) == sorted(dropped)
 
 
 # -- a transient write failure: rows wait in memory, metrics.json never runs ahead -----------
@@ -400,7 +404,7 @@ def test_a_chart_takes_at_most_the_series_a_chart_may_have(
         recorder.log(step=1, metrics=metrics)
     assert len(y_axes(tmp_path)["loss"]) == MAX_SERIES_PER_CHART
     assert [len(row) for row in read_rows(tmp_path, "loss.csv")] == [1 + MAX_SERIES_PER_CHART] * 2
-    _passes(tmp_path)
+    _passes(tmp_path, dropped=tuple(f"layer{MAX_SERIES_PER_CHART + n}_loss" for n in range(5)))
     warnings = warnings_from_recorder(recorder_warnings)
     assert len(warnings) == 1 and f"'layer{MAX_SERIES_PER_CHART}_loss'" in warnings[0], warnings
 
@@ -435,7 +439,7 @@ def test_a_value_that_starts_failing_mid_run_leaves_gaps_and_one_warning(
     assert {row[2] for row in rows[:5]} == {"0.75"} and {row[2] for row in rows[-5:]} == {""}
     warnings = warnings_from_recorder(recorder_warnings)
     assert len(warnings) == 1 and "device-side assert" in warnings[0], warnings
-    _passes(tmp_path)
+    _passes(tmp_path, dropped=("eval_loss",))
 
 
 class _Interrupted:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from format_support import format_problems
 from reliability_support import (
     TrainingPlan,
     assert_rows_match_plan,
@@ -165,7 +166,7 @@ def run_trials(directory: Path, trials: int, seed: int) -> Tally:
         tally.steps_written += resumed_at - first
         run_writer(directory, PLAN, resumed_at, resumed_at + 20)
         result = check_directory(directory, health=False)
-        assert result.problems == (), (trial, mode, result.problems)
+        assert format_problems(result.problems) == (), (trial, mode, result.problems)
         assert temp_files(directory) == [], "a resumed recorder leaves no temp file behind"
     tally.rows_checked = assert_rows_match_plan(directory, PLAN, resumed_at=resumed)
     return tally
@@ -199,7 +200,7 @@ def test_a_chart_csv_exists_before_metrics_json_declares_it(tmp_path: Path) -> N
     layouts = [i for i, event in enumerate(events) if event == ("rename", "metrics.json")]
     assert events.index(("write", "loss.csv")) < layouts[0]
     assert events.index(("write", "grad_norm.csv")) < layouts[2]
-    assert check_directory(tmp_path, health=False).problems == ()
+    assert format_problems(check_directory(tmp_path, health=False).problems) == ()
 
 
 def _writer_pid(events: list[tuple[str, str]]) -> str:
@@ -230,7 +231,7 @@ def test_a_resumed_recorder_removes_the_temp_files_a_killed_one_left(tmp_path: P
     finally:
         alive.kill()
         alive.wait()
-    assert check_directory(tmp_path, health=False).problems == ()
+    assert format_problems(check_directory(tmp_path, health=False).problems) == ()
 
 
 @pytest.mark.slow

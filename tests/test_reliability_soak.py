@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from format_support import format_problems
 from reliability_support import TrainingPlan, assert_exact_prefix, expected_arrays, start_writer
 
 from ocms_tui.follow.checker import check_directory
@@ -90,7 +91,7 @@ def follow_until_written(directory: Path, expected: Expected, seed: int) -> Foll
     assert stderr == "", f"the recorder warned: {stderr}"
     model.load_settled()
     assert_exact_prefix(model, expected, complete=True)
-    assert model.problems == ()
+    assert format_problems(model.problems) == ()
     return log
 
 
@@ -100,7 +101,7 @@ def test_a_live_reader_gets_every_row_exactly_once(tmp_path: Path) -> None:
     log = follow_until_written(tmp_path, expected, seed=2)
     written = sum(len(steps) for steps, _ in expected.values())
     result = check_directory(tmp_path, health=False)
-    assert result.problems == ()
+    assert format_problems(result.problems) == ()
     assert sum(chart.rows for chart in result.charts) == written
     # The reader really followed along: it saw the run grow in many steps, not just the end.
     assert log.refreshes > 50 and len(set(log.rows_seen)) > 20

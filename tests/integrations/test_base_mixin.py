@@ -50,9 +50,11 @@ def test_custom_chart_groups_reach_the_recorder(
     trainer = BaseTrainer(str(tmp_path), chart_groups=groups)
     trainer._log_metrics(5, {"episode_reward": 3.5, "policy_loss": 0.2, "ignored": 1.0})
     trainer._ocms_finish()
-    run = recorded_run(tmp_path / "ocms_metrics")
+    # The key no group accepts is not written, and on record (.ocms-recorder.json).
+    run = recorded_run(tmp_path / "ocms_metrics", frozenset({"dropped-metric"}))
     assert run.series("reward", "episode_reward") == {5: 3.5}
     assert run.series("loss", "policy_loss") == {5: 0.2}
+    assert [p["series"] for p in run.check_report["problems"]] == ["ignored"]  # type: ignore[index,union-attr]
 
 
 def test_chart_groups_with_swaps_predicates_and_keeps_order() -> None:
