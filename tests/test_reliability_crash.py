@@ -124,7 +124,7 @@ def _classify(directory: Path) -> str:
     """What a reader finds right after the kill; fails on anything worse than allowed."""
     read_metrics_json(directory)  # never corrupt, never half-written
     result = check_directory(directory, settle_seconds=0.0, health=False)
-    rules = {problem.rule for problem in result.problems}
+    rules = {problem.rule for problem in format_problems(result.problems)}
     if rules <= {Rule.PARTIAL_LINE}:
         outcome = "partial-line" if rules else "clean"
     else:
