@@ -48,7 +48,9 @@ from ocms_recorder import chart_file_name
 from page_cache import CAN_EVICT, evict
 
 TERMINAL = (160, 48)
-STEP = re.compile(r"\bstep ([\d,]+)")
+# A legend's header right inside its panel's border (`│ step 1,426 · 1,427 rows`, `│ pass 2 ·
+# step 179`), not a step the problems pane names (`spikes to 100 at step 1005`).
+STEP = re.compile(r"│ (?:pass [\d,]+ · )?step ([\d,]+)")
 ROWS = re.compile(r"([\d,]+) rows")
 ESCAPE = re.compile(r"\x1b\[[0-9;:?]*[A-Za-z]")
 UTF8 = "C.UTF-8"
