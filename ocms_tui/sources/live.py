@@ -94,6 +94,8 @@ class ConvertedSource:
         self.path = run.path
         self.kind = run.kind
         self.directory = directory
+        # Resolved once: the dashboard asks for every run directory on each read.
+        self.resolved_directory = directory.resolve()
         self.framework = framework  # detected from the first series read, then kept
         self.problems: list[str] = []  # the source's own, from its last read
         self.damaged = False
@@ -175,6 +177,11 @@ class ConvertedSource:
             self._appender = open_appender(self.directory, fit)
             self._fit = fit
 
+    def own_problems(self) -> tuple[Problem, ...]:
+        """What the source's reader said of it (a damaged file, files left out), as problems
+        named by the source's own files."""
+        return tuple(_source_problem(note) for note in self.problems)
+
     def close(self) -> None:
         if self._appender is not None:
             appender, self._appender, self._fit = self._appender, None, None
@@ -253,7 +260,7 @@ class ConvertedSources:
             if converted is None:
                 named.append(result)
                 continue
-            own = self.problems_of(result.directory)
+            own = converted.own_problems()
             named.append(
                 dataclasses.replace(
                     result,
@@ -267,15 +274,15 @@ class ConvertedSources:
         """The own problems of the source converted into `directory` (none for a run that
         is not a conversion), for the dashboard's problems pane."""
         converted = self.source_of(directory)
-        if converted is None:
-            return ()
-        return tuple(_source_problem(note) for note in converted.problems)
+        return () if converted is None else converted.own_problems()
 
     def source_of(self, directory: Path) -> ConvertedSource | None:
         """The converted source written into `directory`, if it is one."""
+        if not self.converted:
+            return None  # plain ocms runs: nothing to resolve
         resolved = directory.resolve()
         for converted in self.converted:
-            if converted.directory.resolve() == resolved:
+            if converted.resolved_directory == resolved:
                 return converted
         return None
 
