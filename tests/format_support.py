@@ -15,10 +15,3 @@ NOT_FORMAT = PICTURE_RULES | {Rule.DROPPED_METRIC, Rule.SPIKE, Rule.DIVERGENCE, 
 def format_problems(problems: Iterable[Problem]) -> tuple[Problem, ...]:
     return tuple(problem for problem in problems if problem.rule not in NOT_FORMAT)
 
-
-def dropped_keys(problems: Iterable[Problem]) -> list[str | None]:
-    """The keys the recorder's sidecar says it did not write, sorted."""
-    return sorted(
-        (problem.series for problem in problems if problem.rule is Rule.DROPPED_METRIC),
-        key=str,
-    )
