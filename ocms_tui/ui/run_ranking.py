@@ -55,7 +55,8 @@ class RunRanking:
         """Feature the leading runs of the ranking (those shown), bring the run highlighted
         in the list to the front while the list has the focus, and tell every panel."""
         state = state or self.state
-        if state is None:
+        # A highlight or a key can still arrive while the app closes, its screens gone.
+        if state is None or not self._screen_composed():
             return
         ranking = state.ranking
         featured = [key for key in ranking.order if key not in state.hidden_runs][: self.top]
@@ -112,8 +113,7 @@ class RunRanking:
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         # Besides ChartKeys' own handler (Textual calls both): the run in front follows
         # the focus into and out of the run list.
-        if self._screen_composed():
-            self._show_run_view()
+        self._show_run_view()
 
     def on_run_list_highlighted(self, event: RunList.Highlighted) -> None:
         self._show_run_view()
