@@ -5,6 +5,7 @@ rank logs through a bare OcmsRecorder too, which must find its rank by itself.""
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import sys
@@ -19,6 +20,9 @@ from ocms_integrations.hf import OcmsCallback
 
 
 def main() -> None:
+    # A rank that hangs prints every thread's stack and exits, so the test can tell a hang
+    # in the recorder or the hook from one inside gloo.
+    faulthandler.dump_traceback_later(float(os.environ["OCMS_HANG_SECONDS"]), exit=True)
     base = Path(sys.argv[1])
     rank = int(os.environ["RANK"])
     trainer = train_tiny_bert(base / f"rank{rank}", [OcmsCallback()])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -17,10 +19,15 @@ pytestmark = pytest.mark.integration
 SCRIPT = Path(__file__).with_name("ddp_hf_training.py")
 
 
-def test_only_rank_zero_writes_under_torchrun(
-    tmp_path: Path, recorded_run: Callable[[Path], Any]
-) -> None:
-    completed = subprocess.run(
+# A run takes about 10 s here; a rank still running after this long is hung.
+HANG_SECONDS = 110
+# faulthandler's header above the stacks it dumps when that time runs out.
+HANG_HEADER = re.compile(r"^Timeout \(\d+:\d\d:\d\d\)!", re.MULTILINE)
+OUR_CODE = ("ocms_recorder", "ocms_integrations")
+
+
+def run_under_torchrun(directory: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [
             sys.executable,
             "-m",
@@ -28,14 +35,33 @@ def test_only_rank_zero_writes_under_torchrun(
             "--standalone",  # a free rendezvous port, so parallel runs never collide
             "--nproc_per_node=2",
             str(SCRIPT),
-            str(tmp_path),
+            str(directory),
         ],
         capture_output=True,
         text=True,
-        timeout=240,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        timeout=HANG_SECONDS + 60,
+        env={**os.environ, "OMP_NUM_THREADS": "1", "OCMS_HANG_SECONDS": str(HANG_SECONDS)},
     )
-    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+
+
+def hung_outside_our_code(completed: subprocess.CompletedProcess[str]) -> bool:
+    """A rank hung, and no thread of any rank was in the recorder or the hook: gloo on a
+    loaded machine (seen once in CI, never in 20 runs under load here)."""
+    stacks = completed.stderr
+    return bool(HANG_HEADER.search(stacks)) and not any(name in stacks for name in OUR_CODE)
+
+
+def test_only_rank_zero_writes_under_torchrun(
+    tmp_path: Path, recorded_run: Callable[[Path], Any]
+) -> None:
+    completed = run_under_torchrun(tmp_path)
+    if completed.returncode != 0 and hung_outside_our_code(completed):
+        first_stacks = completed.stderr
+        shutil.rmtree(tmp_path)
+        tmp_path.mkdir()
+        completed = run_under_torchrun(tmp_path)
+        assert completed.returncode == 0, "hung twice outside ocms code:\n" + first_stacks[-6000:]
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-6000:]
 
     summaries = {
         rank: json.loads((tmp_path / f"summary_rank{rank}.json").read_text()) for rank in (0, 1)
