@@ -27,22 +27,19 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ocms_recorder import METRICS_JSON, resolve_metrics_dir
+from ocms_recorder import resolve_metrics_dir
 
-from ocms_tui import __version__
-from ocms_tui.follow.commands import add_diff_arguments, add_runs_arguments, check_runs, fail
-from ocms_tui.follow.report import FORMATS, ExitCode, printable
-from ocms_tui.format.arguments import (
-    add_snapshot_size,
-    path_argument,
-    poll_seconds,
-    positive_count,
-    rule_names,
+from ocms_tui.follow.commands import (
+    add_diff_arguments,
+    add_runs_arguments,
+    check_runs,
+    fail,
+    nothing_to_show,
 )
-from ocms_tui.format.directories import directory_problem
-from ocms_tui.format.ranking import DEFAULT_GROUP_PATTERN, SortError, SortKey, compile_group_pattern
+from ocms_tui.follow.report import ExitCode, printable
+from ocms_tui.format.ranking import SortError, SortKey, compile_group_pattern
 from ocms_tui.onboard.commands import add_init_arguments, add_scan_arguments, add_verify_arguments
-from ocms_tui.ui.serve import DEFAULT_HOST, DEFAULT_MAX_SESSIONS, DEFAULT_PORT
+from ocms_tui.ui.options import add_dashboard_arguments, served_options
 
 if TYPE_CHECKING:
     from ocms_tui.follow.runset import OutsideProblems
@@ -159,106 +156,6 @@ def build_parser(configured: Collection[str] | None = None) -> argparse.Argument
     return parser
 
 
-def add_dashboard_arguments(parser: argparse.ArgumentParser) -> None:
-    """DIR and the options of `ocms-tui` without a command."""
-    parser.add_argument(
-        "paths",
-        nargs="*",
-        metavar="DIR",
-        type=path_argument,
-        help="ocms metrics directories, or parents searched for them (several runs)",
-    )
-    parser.add_argument("--version", action="version", version=f"ocms-tui {__version__}")
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--check", action="store_true", help="check DIR once, print problems, exit")
-    mode.add_argument("--demo", action="store_true", help="open the dashboard on a simulated run")
-    mode.add_argument(
-        "--snapshot",
-        metavar="OUT.svg",
-        type=path_argument,
-        help="render the dashboard once to an SVG",
-    )
-    mode.add_argument(
-        "--serve",
-        action="store_true",
-        help="serve the dashboard to a browser (textual-serve), on 127.0.0.1 unless --host",
-    )
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, metavar="N", help="--serve port")
-    parser.add_argument(
-        "--max-sessions",
-        type=positive_count,
-        default=DEFAULT_MAX_SESSIONS,
-        metavar="N",
-        help=f"--serve: browser sessions at once, each a dashboard process (default "
-        f"{DEFAULT_MAX_SESSIONS}); more get HTTP 503",
-    )
-    parser.add_argument(
-        "--host",
-        default=DEFAULT_HOST,
-        metavar="ADDR",
-        help="--serve address (default 127.0.0.1; any other is reachable from the network)",
-    )
-    parser.add_argument(
-        "--format", choices=FORMATS, default="text", help="--check output (default: text)"
-    )
-    parser.add_argument(
-        "--strict", action="store_true", help="--check fails on warnings too (exit 1)"
-    )
-    parser.add_argument(
-        "--fail-on",
-        type=rule_names,
-        default=frozenset(),
-        metavar="RULE[,RULE]",
-        help="--check: these warning rules are errors (exit 1), e.g. non-finite,spike,divergence",
-    )
-    parser.add_argument(
-        "--baseline",
-        metavar="BASE",
-        type=path_argument,
-        help="dashboard / --snapshot: also draw run BASE, dotted, to compare with "
-        "(see also 'ocms-tui diff')",
-    )
-    parser.add_argument(
-        "--notify",
-        action="store_true",
-        help="dashboard: ring the bell and send a desktop notification (through the "
-        "terminal: OSC 9 / OSC 777) once per health finding",
-    )
-    parser.add_argument(
-        "--no-health",
-        action="store_true",
-        help="--check: no curve health findings (spike, divergence); see docs/health.md",
-    )
-    add_snapshot_size(parser)
-    parser.add_argument(
-        "--sort",
-        metavar="SERIES",
-        help="several runs: rank them by this series' latest value, best first (-NAME: "
-        "highest first, +NAME: lowest first; default: loss, if there is one)",
-    )
-    parser.add_argument(
-        "--top",
-        type=positive_count,
-        default=5,
-        metavar="N",
-        help="several runs: draw the first N in colour, every other run grey (default 5)",
-    )
-    parser.add_argument(
-        "--group",
-        nargs="?",
-        const=DEFAULT_GROUP_PATTERN,
-        metavar="REGEX",
-        help=f"several runs: start with runs that differ only in the part REGEX matches "
-        f"(default {DEFAULT_GROUP_PATTERN}) as one line, their mean with a min-max band (g)",
-    )
-    parser.add_argument(
-        "--poll",
-        type=poll_seconds,
-        metavar="SECONDS",
-        help="poll the directory every SECONDS instead of using inotify (network filesystems)",
-    )
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     command = arguments[0] if arguments[:1] and arguments[0] in COMMANDS else None
@@ -291,6 +188,7 @@ def _mistyped_command(first: str) -> str | None:
 def _open(parser: argparse.ArgumentParser, options: argparse.Namespace) -> int:
     """`ocms-tui [DIR ...] [options]`: the dashboard, or what --check, --snapshot, --serve
     or --demo do instead."""
+    served = served_options(options)  # as typed: each --serve session reads them again
     if options.sort is not None:
         try:
             options.sort = SortKey.parse(options.sort)
@@ -307,9 +205,18 @@ def _open(parser: argparse.ArgumentParser, options: argparse.Namespace) -> int:
 
         return run_demo(poll=options.poll)
     if options.serve:
-        # Each browser session runs `ocms-tui PATHS`, which converts other tools' logs
-        # itself; the server stays light (no reader, no polars).
-        return _dispatch(options, paths)
+        # Each browser session runs `ocms-tui OPTIONS PATHS`, which converts other tools'
+        # logs itself; the server stays light (no reader, no polars).
+        from ocms_tui.ui.serve import serve_dashboard
+
+        return serve_dashboard(
+            paths,
+            host=options.host,
+            port=options.port,
+            poll=options.poll,
+            max_sessions=options.max_sessions,
+            dashboard_options=served,
+        )
     if options.snapshot is not None:
         from ocms_tui.format.output_files import output_file
 
@@ -373,16 +280,6 @@ def _dispatch(
             health=not options.no_health,
             fail_on=options.fail_on,
             as_sources=converted.as_sources if converted is not None else None,
-        )
-    if options.serve:
-        from ocms_tui.ui.serve import serve_dashboard
-
-        return serve_dashboard(
-            paths,
-            host=options.host,
-            port=options.port,
-            poll=options.poll,
-            max_sessions=options.max_sessions,
         )
     baseline = options.baseline
     if baseline is not None:
@@ -453,20 +350,14 @@ def _snapshot(
     """Render once to an SVG; a usage error when there is nothing to render or nowhere to
     write it (a FIFO, a device, a directory...: see format/output_files.py), both checked
     before the dashboard starts. The SVG replaces the file whole (temp file, rename)."""
-    from ocms_tui.follow.runs import find_runs
     from ocms_tui.format.output_files import output_file, replace_file
 
     target, output_problem = output_file(out_path)
     if target is None:
         return fail(f"--snapshot: {output_problem}")
-    nothing_there = []
-    for directory in find_runs(paths):
-        problem = directory_problem(directory)
-        if problem is None and os.path.lexists(directory / METRICS_JSON):
-            break  # a run to show (its problems, if any, are part of the picture)
-        nothing_there.append(problem.message if problem else f"no {METRICS_JSON} in {directory}")
-    else:
-        return fail("nothing to snapshot: " + "; ".join(nothing_there))
+    nothing_there = nothing_to_show(paths)
+    if nothing_there is not None:
+        return fail(f"nothing to snapshot: {nothing_there}")
 
     from ocms_tui.ui.launch import save_snapshot
 

@@ -24,6 +24,7 @@ from ocms_tui.format.arguments import (
     positive_count,
     tolerance_fraction,
 )
+from ocms_tui.format.directories import directory_problem
 from ocms_tui.format.problems import Rule
 from ocms_tui.format.ranking import DEFAULT_GROUP_PATTERN, SortError, SortKey, compile_group_pattern
 
@@ -115,6 +116,20 @@ def fail(message: str) -> int:
     """A usage error, said in one line on stderr."""
     print(f"ocms-tui: error: {printable(message)}", file=sys.stderr)
     return ExitCode.USAGE
+
+
+def nothing_to_show(paths: list[Path]) -> str | None:
+    """Why no run under `paths` can be drawn (each one's reason), or None when one can
+    (its problems, if any, are part of the picture)."""
+    from ocms_tui.follow.runs import find_runs
+
+    nothing_there = []
+    for directory in find_runs(paths):
+        problem = directory_problem(directory)
+        if problem is None and os.path.lexists(directory / METRICS_JSON):
+            return None
+        nothing_there.append(problem.message if problem else f"no {METRICS_JSON} in {directory}")
+    return "; ".join(nothing_there)
 
 
 def check_runs(
