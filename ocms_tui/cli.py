@@ -320,6 +320,7 @@ def _dashboard(
         wait_for_first_screen=True,
         sort=options.sort,
         outside_problems=converted.problems_of if converted is not None else None,
+        health=not options.no_health,
     )
     session.start()
     try:
@@ -365,6 +366,7 @@ def _snapshot(
         view: dict[str, object] = {}
         if options is not None:  # the dashboard's own options (diff draws with the defaults)
             view.update(sort=options.sort, top=options.top, group=options.group)
+            view["health"] = not options.no_health
         if label:
             view["directory_label"] = label
         if baseline is not None:

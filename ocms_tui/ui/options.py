@@ -96,7 +96,8 @@ def add_dashboard_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-health",
         action="store_true",
-        help="--check: no curve health findings (spike, divergence); see docs/health.md",
+        help="no curve health findings (spike, divergence, stall) in --check or the "
+        "dashboard's problems and run list; see docs/health.md",
     )
     add_snapshot_size(parser)
     parser.add_argument(
