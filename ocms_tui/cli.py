@@ -11,7 +11,8 @@ that is neither an existing path nor a command but is one typo away from a comma
 is refused (exit 2) rather than waited for as a directory that does not exist yet.
 
 Each command's arguments and code live in the layer of what it does (onboard/commands.py,
-sources/import_command.py, follow/commands.py); a sub-parser is filled only for the
+sources/import_command.py, follow/commands.py; the dashboard's options in ui/options.py);
+this module builds the parser and starts the dashboard. A sub-parser is filled only for the
 command that runs, so `--help` and `--check` import no other command's code, and Textual
 only when the dashboard is opened or rendered (so that `--check` in CI starts fast).
 """
