@@ -9,6 +9,7 @@ from pathlib import Path
 
 from app_support import append_rows, screen_text, wait_for, wait_for_text, write_layout
 
+from ocms_tui.cli import main
 from ocms_tui.ui.app import OcmsApp
 from ocms_tui.widgets.chart_plot import ChartPlot
 
@@ -101,3 +102,38 @@ async def test_a_baseline_is_drawn_dotted_in_the_runs_colours(tmp_path: Path) ->
         ]
         assert panel_lines[0].color == panel_lines[1].color  # same series, same colour
         assert "·" in screen_text(app)
+
+
+def spike_then_nan(directory: Path, values: list[float]) -> None:
+    """A spike at step 120 (confirmed by 121), then a nan: a format warning, not health."""
+    append_rows(
+        directory / "loss.csv", [f"120,{values[-1] * 20!r}", f"121,{values[-1]!r}", "122,nan"]
+    )
+
+
+async def test_no_health_shows_no_finding_in_the_pane_or_the_run_list(tmp_path: Path) -> None:
+    """`--no-health` in the dashboard as in --check: no spike row, no spike badge; a nan is
+    still listed (the format's warning, which --check --no-health keeps too)."""
+    values = start_run(tmp_path / "a")
+    start_run(tmp_path / "b")
+    app = OcmsApp(tmp_path, health=False, notify=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_text(pilot, "no problems")
+        spike_then_nan(tmp_path / "a", values)
+        await wait_for_text(pilot, "loss is nan")  # every row is read by now
+        await pilot.pause(0.5)
+        shown = screen_text(app)
+        assert "spike" not in shown and "⚠ non-finite a " in shown
+        assert not [n for n in app.notifications_sent if "spike" in n]
+
+
+def test_no_health_snapshot_draws_no_finding(tmp_path: Path) -> None:
+    values = start_run(tmp_path / "run")
+    spike_then_nan(tmp_path / "run", values)
+    pictures = {}
+    for name, options in (("health", []), ("no-health", ["--no-health"])):
+        out = tmp_path / f"{name}.svg"
+        assert main([str(tmp_path / "run"), "--snapshot", str(out), *options]) == 0
+        pictures[name] = out.read_text(encoding="utf-8").replace("&#160;", " ")
+    assert "spikes" in pictures["health"]  # the picture does name a spike, when looked for
+    assert "spikes" not in pictures["no-health"] and "loss is nan" in pictures["no-health"]

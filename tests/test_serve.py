@@ -6,6 +6,7 @@ dashboard children at the end; every wait is bounded.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
@@ -28,7 +29,9 @@ pytest.importorskip("textual_serve", reason="needs the serve extra: pip install 
 aiohttp = pytest.importorskip("aiohttp")
 pyte = pytest.importorskip("pyte")
 
+from ocms_tui.cli import DASHBOARD, build_parser  # noqa: E402
 from ocms_tui.ui.demo import write_demo_run  # noqa: E402
+from ocms_tui.ui.options import served_options  # noqa: E402
 from ocms_tui.ui.serve import (  # noqa: E402
     MAX_TERMINAL_SIZE,
     MIN_TERMINAL_SIZE,
@@ -185,6 +188,54 @@ def test_command_line_quotes_directory_names(tmp_path: Path) -> None:
         "--",
         str(hostile),
     ]
+
+
+def test_command_line_gives_the_dashboard_options_before_the_paths(tmp_path: Path) -> None:
+    hostile = tmp_path / HOSTILE_NAME
+    options = ["--sort=-loss", "--top=3", f"--group={HOSTILE_NAME}", "--no-health"]
+    assert shlex.split(dashboard_command([hostile], poll=1, options=options)) == [
+        sys.executable,
+        "-m",
+        "ocms_tui",
+        "--poll",
+        "1.0",
+        *options,
+        "--",
+        str(hostile),
+    ]
+
+
+def parsed_dashboard_options(arguments: list[str]) -> argparse.Namespace:
+    """The options `ocms-tui ARGUMENTS` (no command: the dashboard) is run with."""
+    options, unknown = build_parser(configured=()).parse_known_args([DASHBOARD, *arguments])
+    assert unknown == []
+    return options
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        [],
+        ["--sort=-grad_norm", "--top", "2", "--group", "--no-health", "--notify"],
+        ["--sort", "+accuracy", "--group", r"s(ee)?d\d+ $(x)", "--baseline", "base"],
+        ["--sort", "eval/loss", "--top", "40"],
+    ],
+)
+def test_served_dashboards_get_the_dashboard_options_the_terminal_one_would(
+    given: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 33: --serve dropped --sort/--top/--group; every dashboard option is passed on,
+    and each session's dashboard parses them to the same values."""
+    monkeypatch.chdir(tmp_path)
+    typed = parsed_dashboard_options(["--serve", *given, "run"])
+    command = shlex.split(dashboard_command([Path("run")], options=served_options(typed)))
+    monkeypatch.chdir("/")  # a session's working directory is not the server's
+    session = parsed_dashboard_options(command[3:])
+    assert session.paths == [tmp_path / "run"] and not session.serve
+    for name in ("sort", "top", "group", "notify", "no_health"):
+        assert getattr(session, name) == getattr(typed, name), name
+    expected_baseline = None if typed.baseline is None else tmp_path / typed.baseline
+    assert session.baseline == expected_baseline
 
 
 def test_startup_message_gives_url_and_tunnel_and_warns_off_loopback() -> None:
@@ -528,6 +579,41 @@ async def test_default_bind_is_loopback_and_foreign_origins_are_refused(tmp_path
         # The served page, also opened as localhost through an SSH tunnel.
         assert await first_frame(served, f"http://127.0.0.1:{served.port}")
         assert await first_frame(served, f"http://localhost:{served.port}")
+
+
+def dashboard_command_lines(group: int) -> list[list[str]]:
+    """The command line of each dashboard process the server started."""
+    found = []
+    for pid in live_processes_in_group(group):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
+        except OSError:
+            continue
+        if command[1:3] == ["-m", "ocms_tui"] and "--serve" not in command:
+            found.append(command)
+    return found
+
+
+@pytest.mark.slow  # a server process and a dashboard
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
+async def test_a_browser_session_runs_the_dashboard_with_the_served_options(
+    tmp_path: Path,
+) -> None:
+    options = ["--sort=-loss", "--top", "1", "--group", "--no-health"]
+    with serve_cli(tmp_path, *options) as served:
+        url = f"ws://127.0.0.1:{served.port}/ws"
+        async with (
+            aiohttp.ClientSession() as session,
+            session.ws_connect(url, origin=page_origin(served)) as websocket,
+        ):
+            message = await websocket.receive(timeout=SCREEN_SECONDS)
+            assert message.type == aiohttp.WSMsgType.BINARY, message
+            commands = dashboard_command_lines(served.process.pid)
+    assert len(commands) == 1, commands
+    session_options = parsed_dashboard_options(commands[0][3:])
+    assert session_options.paths == [served.run_directory]
+    assert session_options.sort == "-loss" and session_options.top == 1
+    assert session_options.group is not None and session_options.no_health
 
 
 async def test_sessions_beyond_max_sessions_get_503(tmp_path: Path) -> None:

@@ -53,10 +53,12 @@ def _key(directory: Path) -> str:
 
 
 class RunSet:
-    """The runs named by `paths` (runs or parents of runs), found again on `rescan()`."""
+    """The runs named by `paths` (runs or parents of runs), found again on `rescan()`.
+    `health=False`: their models look for no spike, divergence or stall (`--no-health`)."""
 
-    def __init__(self, paths: Sequence[str | os.PathLike[str]]) -> None:
+    def __init__(self, paths: Sequence[str | os.PathLike[str]], health: bool = True) -> None:
         self.paths = [Path(path) for path in paths]
+        self.health = health
         self.runs: tuple[TrackedRun, ...] = ()
         self._colors = 0
         self.rescan()
@@ -79,7 +81,7 @@ class RunSet:
         for directory, name in zip(directories, name_runs(directories), strict=True):
             run = known.get(_key(directory))
             if run is None:
-                run = TrackedRun(name, RunModel(directory), self._colors)
+                run = TrackedRun(name, RunModel(directory, health=self.health), self._colors)
                 self._colors += 1
             run.name = name
             runs.append(run)

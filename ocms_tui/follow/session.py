@@ -120,13 +120,15 @@ class FollowSession:
         wait_for_first_screen: bool = False,
         sort: SortKey | None = None,
         outside_problems: OutsideProblems | None = None,
+        health: bool = True,
     ) -> None:
         """`sort`: the series runs are ranked by (None: `rank_runs` picks one).
         `outside_problems`: a run directory's problems found outside it (the own problems of
-        another tool's log converted into it), shown before the run's own."""
+        another tool's log converted into it), shown before the run's own.
+        `health=False`: no curve health findings (`--no-health`, as for `--check`)."""
         self.sort = sort
         self.outside_problems = outside_problems
-        self.runset = RunSet(list(paths))
+        self.runset = RunSet(list(paths), health=health)
         self.publish = publish
         self.poll = poll
         self.watch_enabled = watch

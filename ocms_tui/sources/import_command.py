@@ -34,16 +34,14 @@ from ocms_tui.sources.writer import (
 )
 
 
-def build_import_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="ocms-tui import",
-        description=(
-            "Convert TensorBoard event files, a HF trainer_state.json (or checkpoint dir), a "
-            "Lightning CSVLogger metrics.csv or an MLflow file-store run into an ocms "
-            "metrics directory. The source is only read."
-        ),
-        epilog="Exit codes: 0 written, 2 bad or foreign source, or output not writable.",
+def add_import_arguments(parser: argparse.ArgumentParser) -> None:
+    """Fill the sub-parser the command line made for `import`."""
+    parser.description = (
+        "Convert TensorBoard event files, a HF trainer_state.json (or checkpoint dir), a "
+        "Lightning CSVLogger metrics.csv or an MLflow file-store run into an ocms "
+        "metrics directory. The source is only read."
     )
+    parser.epilog = "Exit codes: 0 written, 2 bad or foreign source, or output not writable."
     parser.add_argument("source", type=Path, metavar="SRC")
     parser.add_argument(
         "--out",
@@ -64,7 +62,7 @@ def build_import_parser() -> argparse.ArgumentParser:
         help="the framework that wrote the logs, when its tags or layout do not say: its "
         "live hook's names and charts are used (generic: grouped by name and magnitude)",
     )
-    return parser
+    parser.set_defaults(runner=run_import)
 
 
 def describe(source: Source, fit: Fit, written: Written | None) -> list[str]:
@@ -122,8 +120,7 @@ def run_directory_name(run: SourceRun) -> str:
     return run.label or run.path.name or "run"
 
 
-def run_import(arguments: Sequence[str]) -> int:
-    options = build_import_parser().parse_args(arguments)
+def run_import(options: argparse.Namespace) -> int:
     try:
         with terminate_cleanly():
             return _import(options)

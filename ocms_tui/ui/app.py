@@ -117,6 +117,7 @@ class OcmsApp(RunRanking, ChartKeys, App[int]):
         notify: bool = False,
         baseline: PathArgument | None = None,
         outside_problems: OutsideProblems | None = None,
+        health: bool = True,
     ) -> None:
         """`session`: one already reading `paths` (started before Textual was imported, so
         that the first rows are read meanwhile); the app takes its states over. Runs
@@ -125,7 +126,7 @@ class OcmsApp(RunRanking, ChartKeys, App[int]):
         toggles grouping, by the default pattern unless one is given). `notify`: ring the
         bell and send a desktop notification once per health finding (--notify).
         `baseline`: a run also followed (add it to `paths`) and drawn dotted (--baseline).
-        `outside_problems`: see FollowSession (a converted log's own problems)."""
+        `outside_problems`, `health` (False: --no-health): see FollowSession."""
         super().__init__()
         self.baseline = None if baseline is None else Path(baseline)
         self.notifier = Notifier() if notify else None
@@ -151,6 +152,7 @@ class OcmsApp(RunRanking, ChartKeys, App[int]):
             wait_for_first_screen=True,
             sort=sort,
             outside_problems=outside_problems,
+            health=health,
         )
         self.top = top
         self.group_pattern = group or compile_group_pattern(DEFAULT_GROUP_PATTERN)

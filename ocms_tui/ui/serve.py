@@ -22,12 +22,8 @@ from typing import Any, TextIO
 
 from ocms_tui.follow.report import ExitCode
 from ocms_tui.format.directories import directory_problem
+from ocms_tui.ui.options import DEFAULT_HOST, DEFAULT_MAX_SESSIONS, DEFAULT_PORT
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8000
-# Each session is a dashboard process: a handful serves a team, and a page that opens
-# websockets in a loop cannot fork the machine to death.
-DEFAULT_MAX_SESSIONS = 4
 # The terminal size a browser asks for, in cells, is clamped to this: a dashboard asked for
 # 100000x100000 would allocate and draw a screen of gigabytes.
 MIN_TERMINAL_SIZE = (20, 10)
@@ -43,16 +39,20 @@ _BIND_ERRORS = {
 }
 
 
-def dashboard_command(paths: Sequence[Path], poll: float | None = None) -> str:
+def dashboard_command(
+    paths: Sequence[Path], poll: float | None = None, options: Sequence[str] = ()
+) -> str:
     """The shell command line textual-serve runs for each browser session.
 
-    Paths are made absolute (the server's working directory is not promised to anyone)
-    and follow `--`, so a directory named like an option stays a directory.
+    `options` are the dashboard's own (`--sort=-loss`, `--top=3`...), given as the terminal
+    dashboard was given them. Paths are made absolute (the server's working directory is not
+    promised to anyone) and follow `--`, so a directory named like an option stays a
+    directory.
     """
     arguments = [sys.executable, "-m", "ocms_tui"]
     if poll is not None:
         arguments += ["--poll", repr(float(poll))]
-    arguments += ["--", *(str(path.absolute()) for path in paths)]
+    arguments += [*options, "--", *(str(path.absolute()) for path in paths)]
     return shlex.join(arguments)
 
 
@@ -135,8 +135,10 @@ def serve_dashboard(
     port: int = DEFAULT_PORT,
     poll: float | None = None,
     max_sessions: int = DEFAULT_MAX_SESSIONS,
+    dashboard_options: Sequence[str] = (),
 ) -> int:
-    """Serve the dashboard on `paths` at http://host:port until interrupted.
+    """Serve the dashboard on `paths` at http://host:port until interrupted; each
+    session's dashboard gets `dashboard_options` (see dashboard_command).
 
     Websockets from other pages' origins are refused (403), sessions beyond `max_sessions`
     get 503, and the terminal size a browser asks for is clamped.
@@ -212,7 +214,7 @@ def serve_dashboard(
                 session.cancel()
 
     server = DashboardServer(
-        dashboard_command(paths, poll),
+        dashboard_command(paths, poll, dashboard_options),
         host=host,
         port=port,
         title="ocms-tui",
