@@ -189,7 +189,11 @@ def _edit_loop_script(
     for wiring in wirings:
         call = wiring.call(output_dir_expr)
         assert call is not None
-        defined = {"ocms_log", ADDED_COUNTER, *(hoist.name for hoist in wiring.hoists)}
+        if wiring.joined_into is not None:  # checked with the call that records it
+            kept.append(wiring)
+            continue
+        hoisted = [hoist for w in [*wiring.joined, wiring] for hoist in w.hoists]
+        defined = {"ocms_log", ADDED_COUNTER, *(hoist.name for hoist in hoisted)}
         undefined = _undefined_names(before, [wiring.anchor.lineno], call, also_defined=defined)
         if undefined:
             plan.not_wired.append(
@@ -413,6 +417,10 @@ def render_plan(plan: InitPlan) -> str:
                 + (f" except {', '.join(wiring.axis_keys)}" if wiring.axis_keys else "")
             )
         lines.append(f"    series -> chart: {series}")
+        if wiring.joined_into is not None:
+            lines.append(
+                f"    recorded by the call after line {wiring.joined_into} (one row a step)"
+            )
         if wiring.inside_guard:
             lines.append(
                 f"    recorded inside `if {wiring.inside_guard}:`: only that branch computes them"

@@ -470,3 +470,127 @@ def test_real_accelerate_tracking_example_logs_at_its_epoch(
     printed = re.findall(r"epoch (\d+): \{'accuracy': ([\d.]+), 'f1': ([\d.]+)\}", output)
     assert run.series("eval_score", "f1") == {int(e): float(f1) for e, _, f1 in printed}
     assert "epoch" not in run.charts  # the x axis, not a metric
+
+
+def test_real_pytorch_gan_records_both_losses_at_batches_done(
+    tmp_path: Path, recorded_run: Callable[[Path], Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """eriklindernoren/PyTorch-GAN gan.py: module-level loops, `[Batch %d/%d]` printed with
+    an index that restarts each epoch, the script's own `batches_done = epoch *
+    len(dataloader) + i` computed after the print."""
+    pytest.importorskip("torch")
+    monkeypatch.setenv("OCMS_SHIM_SEED", "0")  # the script seeds nothing
+    original, wired = _pristine_pair(tmp_path, "pytorch_gan")
+    for project in (original, wired):  # the MNIST stand-in, kept once with mnist/
+        shutil.copy(
+            REAL_SCRIPTS / "pytorch_mnist" / "ocms_shim_run.py", project / "implementations" / "gan"
+        )
+    plan = _init_write(wired)
+    assert "implementations/gan/gan.py:163  print\n    step: epoch * len(dataloader) + i" in plan
+    arguments = ["ocms_shim_run.py", "gan.py", "--n_epochs", "2", "--batch_size", "64"]
+    here = Path("implementations") / "gan"
+    output = _train(original / here, arguments)
+    assert _train(wired / here, arguments, tmp_path / "metrics") == output
+    run = recorded_run(tmp_path / "metrics")
+    printed = re.findall(
+        r"\[Epoch (\d+)/2\] \[Batch (\d+)/(\d+)\] \[D loss: ([\d.]+)\] \[G loss: ([\d.]+)\]", output
+    )
+    batches_done = {int(e) * int(n) + int(i): (float(d), float(g)) for e, i, n, d, g in printed}
+    assert sorted(batches_done) == list(range(8))
+    for name, column in (("d_loss", 0), ("g_loss", 1)):
+        recorded = run.series("loss", name)
+        assert {step: round(value, 6) for step, value in recorded.items()} == {
+            step: values[column] for step, values in batches_done.items()
+        }
+
+
+def test_real_pytorch_tutorial_records_its_loss_at_a_step_that_grows_across_epochs(
+    tmp_path: Path, recorded_run: Callable[[Path], Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """yunjey/pytorch-tutorial feedforward_neural_network: constants for every
+    hyper-parameter, a module-level loop printing `Step [{}/{}]` with `i+1` (restarts each
+    epoch) every 100 batches, `.format(...)` over `loss.item()`."""
+    pytest.importorskip("torch")
+    monkeypatch.setenv("OCMS_SHIM_MNIST_TRAIN", "10000")  # 100 batches of 100 an epoch
+    monkeypatch.setenv("OCMS_SHIM_SEED", "0")  # the script seeds nothing
+    original, wired = _pristine_pair(tmp_path, "yunjey_feedforward")
+    for project in (original, wired):
+        shutil.copy(REAL_SCRIPTS / "pytorch_mnist" / "ocms_shim_run.py", project)
+    plan = _init_write(wired)
+    assert "step: epoch * len(train_loader) + i" in plan
+    assert "`loss.item()` bound once to _ocms_loss" in plan
+    arguments = ["ocms_shim_run.py", "main.py"]
+    output = _train(original, arguments)
+    assert _train(wired, arguments, tmp_path / "metrics") == output
+    run = recorded_run(tmp_path / "metrics")
+    printed = re.findall(r"Epoch \[(\d+)/5\], Step \[(\d+)/(\d+)\], Loss: ([\d.]+)", output)
+    assert len(printed) == 5
+    loss = run.series("loss", "loss")
+    # The printed `Step [100/100]` of epoch 1 is batch index 99: step 99, then 199, ...
+    assert {step: round(value, 4) for step, value in loss.items()} == {
+        (int(epoch) - 1) * int(total) + int(batch) - 1: float(value)
+        for epoch, batch, total, value in printed
+    }
+
+
+def test_real_nlp_tutorial_full_batch_epochs_are_its_steps_and_cost_is_a_loss(
+    tmp_path: Path, recorded_run: Callable[[Path], Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """graykode/nlp-tutorial NNLM.py: `print('Epoch:', '%04d' % (epoch + 1), 'cost =',
+    '{:.6f}'.format(loss))` every 1000 of 5000 full-batch steps. Init once found no site
+    (a `cost`, values wrapped in formatting) and would have recorded at one step."""
+    pytest.importorskip("torch")
+    monkeypatch.setenv("PYTHONHASHSEED", "0")  # the vocabulary is built from a set
+    original, wired = _pristine_pair(tmp_path, "nlp_tutorial_nnlm")
+    plan = _init_write(wired)
+    assert "NNLM.py:69  print\n    step: epoch  (the loop variable `epoch`" in plan
+    seeded = (
+        "import runpy, torch; torch.manual_seed(0); runpy.run_path('NNLM.py', run_name='__main__')"
+    )
+    output = _train(original, ["-c", seeded])
+    assert _train(wired, ["-c", seeded], tmp_path / "metrics") == output
+    run = recorded_run(tmp_path / "metrics")
+    printed = re.findall(r"Epoch: (\d+) cost = ([\d.]+)", output)
+    (chart,) = [name for name, chart in run.charts.items() if "cost" in chart.y_axis]
+    cost = run.series(chart, "cost")
+    assert {step + 1: round(value, 6) for step, value in cost.items()} == {
+        int(epoch): float(value) for epoch, value in printed
+    }
+    assert sorted(cost) == [999, 1999, 2999, 3999, 4999]
+
+
+def test_real_cleanrl_ppo_records_one_row_a_step_at_global_step(
+    tmp_path: Path, recorded_run: Callable[[Path], Any]
+) -> None:
+    """vwxyzjn/cleanrl ppo.py: its own SummaryWriter (always on; wandb only with --track),
+    eight `writer.add_scalar(..., global_step)` lines after each update and a `print("SPS:")`
+    among them. Init records them with one call after the last (one row a step, not eight)
+    and every value equals the one TensorBoard got at the same global_step."""
+    pytest.importorskip("torch")
+    pytest.importorskip("gymnasium")
+    pytest.importorskip("tyro")
+    event_accumulator = pytest.importorskip(
+        "tensorboard.backend.event_processing.event_accumulator"
+    )
+    original, wired = _pristine_pair(tmp_path, "cleanrl_ppo")
+    plan = _init_write(wired)
+    assert "ppo.py:301  writer.add_scalar\n    step: global_step" in plan
+    assert "recorded by the call after line 309 (one row a step)" in plan
+    arguments = ["ppo.py", "--total-timesteps", "256", "--num-envs", "1", "--num-steps", "64"]
+    arguments += ["--no-cuda"]
+
+    def without_speed(output: str) -> str:
+        return re.sub(r"SPS: \d+", "SPS", output)
+
+    output = _train(original, arguments)
+    assert without_speed(_train(wired, arguments, tmp_path / "metrics")) == without_speed(output)
+    run = recorded_run(tmp_path / "metrics", frozenset({"mixed-scale"}))
+    events = next((wired / "runs").rglob("events.out.tfevents.*")).parent
+    accumulator = event_accumulator.EventAccumulator(str(events))
+    accumulator.Reload()
+    for tag, chart in (("losses/value_loss", "loss"), ("losses/policy_loss", "loss")):
+        written = {event.step: event.value for event in accumulator.Scalars(tag)}
+        recorded = run.series(chart, tag.replace("/", "_"))
+        assert sorted(recorded) == sorted(written) == [64, 128, 192, 256]
+        assert recorded == pytest.approx(written, rel=1e-6)
+    assert len(run.charts["loss"].rows) == 4  # one row a step
