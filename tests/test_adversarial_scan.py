@@ -437,3 +437,62 @@ def test_init_tutorial_loop_steps_never_restart_and_test_values_stay_apart(
     # warning), at the last step.
     assert recorded["test_accuracy"] == {5: 0.54, 11: 0.54}
     assert set(recorded["test_loss"]) == {5, 11} and "accuracy" not in recorded
+
+
+def test_init_records_after_an_elif_chain_of_optional_loggers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`if use_tb: writer... elif wandb_log: wandb.log(...)`: the call went after the
+    `elif` inside the first guard's else, so a run with TensorBoard on recorded nothing."""
+    source = (
+        "import os\n"
+        "use_tb = os.environ.get('USE_TB') == '1'\n"
+        "wandb_log = False\n"
+        "class Writer:\n"
+        "    def add_scalar(self, tag, value, step):\n"
+        "        print('tb', tag, value, step)\n"
+        "writer = Writer()\n"
+        "global_step = 0\n"
+        "for epoch in range(2):\n"
+        "    for batch in range(3):\n"
+        "        global_step += 1\n"
+        "        loss = 1.0 / global_step\n"
+        "        if use_tb:\n"
+        "            writer.add_scalar('train/loss', loss, global_step)\n"
+        "        elif wandb_log:\n"
+        "            import wandb\n"
+        "            wandb.log({'train/loss': loss}, step=global_step)\n"
+    )
+    _, recorded = _wire_and_compare(tmp_path, source)
+    assert recorded["train_loss"] == {step: 1.0 / step for step in range(1, 7)}
+    edited = (tmp_path / "project" / "train.py").read_text()
+    # after the whole chain, at the loop's indentation: recorded whichever logger is on
+    assert "\n        ocms_log(global_step, {'train/loss': loss})\n" in edited
+    monkeypatch.setenv("USE_TB", "1")
+    with_tb = _run_script(tmp_path / "project", tmp_path / "tb_metrics")
+    assert with_tb.count("tb train/loss") == 6
+    assert _recorded(tmp_path / "tb_metrics")["train_loss"] == recorded["train_loss"]
+
+
+def test_init_records_out_of_a_with_writer_block_under_a_none_check(tmp_path: Path) -> None:
+    """`if writer is not None: with writer: writer.add_scalar(...)`: the call stayed inside
+    the `with`, under the guard: a default run (no writer) recorded nothing."""
+    source = (
+        "import contextlib\n"
+        "writer = None  # a TensorBoard writer when asked for\n"
+        "step = 0\n"
+        "while step < 5:\n"
+        "    loss = 0.5 ** step\n"
+        "    if writer is not None:\n"
+        "        with writer:\n"
+        "            writer.add_scalar('loss', loss, step)\n"
+        "    step += 1\n"
+        "print('done')\n"
+    )
+    _, recorded = _wire_and_compare(tmp_path, source)
+    assert recorded["loss"] == {step: 0.5**step for step in range(5)}
+    edited = (tmp_path / "project" / "train.py").read_text()
+    assert (
+        "            writer.add_scalar('loss', loss, step)\n    ocms_log(step, {'loss': loss})\n"
+        in edited
+    )

@@ -256,6 +256,23 @@ class _FileWiring:
             ):
                 anchor, guard = parent, ast.unparse(parent.test)
                 continue
+            if (
+                isinstance(parent, ast.If)
+                and guard is not None
+                and parent.orelse == [anchor]
+                and is_optional_logger_guard(parent.test)
+            ):
+                # `if use_tb: ... elif wandb_log: ...`: after the whole chain, so that the
+                # values are recorded whichever logger is on, and with none.
+                anchor = parent
+                continue
+            if (
+                isinstance(parent, (ast.With, ast.AsyncWith))
+                and anchor in parent.body
+                and any(is_optional_logger_guard(item.context_expr) for item in parent.items)
+            ):
+                anchor = parent  # `with writer:` / `with writer.as_default():` is the logger's
+                continue
             break
         pairs, explicit, whole = self.values_of(site, node)
         if site.kind == TB_SCALARS:
