@@ -263,6 +263,14 @@ def build_init_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--force", action="store_true", help="--write even with uncommitted changes in git"
     )
+    parser.add_argument(
+        "--include",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="wire FILE although it looks like it does not train (a benchmark, a sampling "
+        "or evaluation script, left alone by default); repeat for several files",
+    )
     return parser
 
 
@@ -405,6 +413,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             write=options.write,
             output_dir_expr=options.output_dir_expr,
             force=options.force,
+            include=options.include,
         )
     if arguments[:1] == ["diff"]:
         return _diff(build_diff_parser().parse_args(arguments[1:]))

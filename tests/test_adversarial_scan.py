@@ -496,3 +496,76 @@ def test_init_records_out_of_a_with_writer_block_under_a_none_check(tmp_path: Pa
         "            writer.add_scalar('loss', loss, step)\n    ocms_log(step, {'loss': loss})\n"
         in edited
     )
+
+
+BENCHMARK = (
+    "import time\n"
+    "loss = 4.0\n"
+    "for k in range(3):\n"
+    "    loss = loss / 2  # a forward pass, timed; nothing trains\n"
+    "    print(f'{k}/3 loss: {loss:.4f}')\n"
+)
+
+
+def test_init_wires_a_script_that_does_not_train_only_when_asked(tmp_path: Path) -> None:
+    """A benchmark is left alone (init says how to ask); `--include bench.py` wires it,
+    and its run records what it prints at its own iteration `k`."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "bench.py").write_text(BENCHMARK)
+    alone = run_cli("init", str(project))
+    assert alone.returncode == 1, alone.stdout + alone.stderr
+    assert "bench.py: left alone: its name says it does not train" in alone.stdout
+    assert "to record it anyway: init --include bench.py" in alone.stdout
+    for named in ("bench.py", str(project / "bench.py")):  # relative to PROJECT_DIR, or a path
+        plan = run_cli("init", str(project), "--include", named)
+        assert plan.returncode == 0, plan.stdout + plan.stderr
+        assert "bench.py:5  print\n    step: k" in plan.stdout
+    original = _run_script(project, tmp_path / "unused", "bench.py")
+    wired = run_cli("init", str(project), "--write", "--force", "--include", "bench.py")
+    assert wired.returncode == 0, wired.stdout + wired.stderr
+    assert _run_script(project, tmp_path / "metrics", "bench.py") == original
+    check = run_cli("--check", str(tmp_path / "metrics"), "--strict")
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert _recorded(tmp_path / "metrics")["loss"] == {0: 2.0, 1: 1.0, 2: 0.5}
+
+
+@pytest.mark.parametrize(
+    "named", ["missing.py", "../outside.py", "sub", "link.py"], ids=lambda n: n.replace(".", "_")
+)
+def test_init_include_names_a_file_of_the_project_or_is_a_usage_error(
+    tmp_path: Path, named: str
+) -> None:
+    project = tmp_path / "project"
+    (project / "sub").mkdir(parents=True)
+    (project / "bench.py").write_text(BENCHMARK)
+    (tmp_path / "outside.py").write_text(BENCHMARK)
+    (project / "link.py").symlink_to(tmp_path / "outside.py")
+    completed = run_cli("init", str(project), "--write", "--force", "--include", named)
+    assert completed.returncode == 2, completed.stdout + completed.stderr
+    assert f"--include {named!r} is not a file inside" in completed.stderr
+    assert not (project / "migrate_to_cloudrobo").exists()
+    assert (project / "bench.py").read_text() == BENCHMARK
+
+
+def test_init_include_of_a_file_without_a_logging_site_says_so(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "bench.py").write_text(BENCHMARK)
+    (project / "sample.py").write_text("print('no loss here')\n")
+    completed = run_cli("init", str(project), "--include", "bench.py", "--include", "sample.py")
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "sample.py: --include, but scan found no logging site in it" in completed.stdout
+
+
+def test_init_include_wires_nanogpts_benchmark_and_leaves_its_sampler(tmp_path: Path) -> None:
+    """karpathy/nanoGPT's bench.py prints `{k}/{num_steps} loss: {lossf:.4f}` and trains
+    nothing: left alone by default, wired when asked; sample.py stays alone."""
+    project = tmp_path / "nanogpt"
+    shutil.copytree(Path(__file__).parent / "real_scripts" / "nanogpt", project)
+    completed = run_cli("init", str(project), "--include", "bench.py")
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    # `k` restarts for each of its two stages (burn-in, benchmark): a counter is added
+    assert "bench.py:111  print\n    step: _ocms_step  (no global step" in completed.stdout
+    assert "bench.py: left alone" not in completed.stdout
+    assert "+++ b/bench.py" in completed.stdout and "+++ b/sample.py" not in completed.stdout

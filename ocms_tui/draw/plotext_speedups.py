@@ -574,9 +574,7 @@ def _faster_build_plot() -> Callable[..., None]:
         "_place_signal": place_signal,
         "_largest_factor": largest_factor,
     }
-    where = (
-        f"{inspect.getfile(_ORIGINAL_BUILD_PLOT)} (build_plot as ocms_tui.draw.plotext_speedups made it)"
-    )
+    where = f"{inspect.getfile(_ORIGINAL_BUILD_PLOT)} (build_plot as ocms_tui.draw.plotext_speedups made it)"
     exec(compile(source, where, "exec"), namespace)
     built: Callable[..., None] = namespace["build_plot"]
     return built

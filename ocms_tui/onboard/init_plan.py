@@ -287,7 +287,8 @@ def _left_alone(project: Path, file: str, sites: Sequence[Site]) -> str | None:
     name = Path(file).name.lower()
     if name.startswith(NOT_TRAINING):
         return (
-            "its name says it does not train (benchmark, sampling, tests); edit by hand if it does"
+            "its name says it does not train (benchmark, sampling, tests); "
+            f"to record it anyway: init --include {file}"
         )
     if any(site.kind not in (PRINT, LOGGER) for site in sites) or TRAINING_NAME.search(name):
         return None
@@ -296,12 +297,19 @@ def _left_alone(project: Path, file: str, sites: Sequence[Site]) -> str | None:
     except (OSError, ValueError, SyntaxError, RecursionError, MemoryError):
         return None  # the edit says why
     if not trains(module):
-        return "does not train (no backward pass, optimizer step, Trainer or fit)"
+        return (
+            "does not train (no backward pass, optimizer step, Trainer or fit); "
+            f"to record it anyway: init --include {file}"
+        )
     return None
 
 
-def plan_init(project: Path, output_dir_expr: str | None = None) -> InitPlan:
-    """Everything `init` would write, computed without writing anything."""
+def plan_init(
+    project: Path, output_dir_expr: str | None = None, include: Sequence[str] = ()
+) -> InitPlan:
+    """Everything `init` would write, computed without writing anything. `include` names
+    files (relative to the project, with '/') to wire even though they look like they do
+    not train (a benchmark, a sampling script): the user asked."""
     result = scan_project(project)
     plan = InitPlan(project, result)
     framework = result.framework
@@ -325,7 +333,7 @@ def plan_init(project: Path, output_dir_expr: str | None = None) -> InitPlan:
                 continue
             edit = partial(edit_config, project, file, output_dir_expr)
         else:
-            why = _left_alone(project, file, sites)
+            why = None if file in include else _left_alone(project, file, sites)
             if why is not None:
                 plan.not_wired.append(f"{file}: left alone: {why}")
                 continue
@@ -341,6 +349,11 @@ def plan_init(project: Path, output_dir_expr: str | None = None) -> InitPlan:
             edits.append(FileChange(project / file, *outcome))
             if framework == "mmengine":
                 plan.hooked.append(f"{file}: custom_hooks gets OcmsHook")
+    plan.not_wired += [
+        f"{file}: --include, but scan found no logging site in it"
+        for file in include
+        if file not in sites_by_file
+    ]
     if (
         framework not in FRAMEWORK_HOOKS
         and framework != "mmengine"
