@@ -594,3 +594,38 @@ def test_real_cleanrl_ppo_records_one_row_a_step_at_global_step(
         assert sorted(recorded) == sorted(written) == [64, 128, 192, 256]
         assert recorded == pytest.approx(written, rel=1e-6)
     assert len(run.charts["loss"].rows) == 4  # one row a step
+
+
+def test_real_trl_sft_script_gets_the_callback_and_records_the_printed_losses(
+    tmp_path: Path, recorded_run: Callable[[Path], Any]
+) -> None:
+    """TRL's sft.py: `SFTTrainer(...)` built inside `main()` after a function-level `from
+    trl import SFTTrainer`. Init adds `callbacks=[OcmsCallback()]`; the losses the Trainer
+    prints (`{'loss': '2.835', ...}`, 4 significant digits) are recorded at global_step."""
+    pytest.importorskip("trl")
+    pytest.importorskip("datasets")
+    original, wired = _pristine_pair(tmp_path, "trl_sft")
+    plan = _init_write(wired)
+    assert "sft.py:103: SFTTrainer gets OcmsCallback()" in plan
+    arguments = ["ocms_shim_run.py", "sft.py", "--model_name_or_path", "tiny_model"]
+    arguments += ["--dataset_name", "tiny_data", "--output_dir", "out", "--max_steps", "4"]
+    arguments += ["--logging_steps", "1", "--per_device_train_batch_size", "4", "--seed", "0"]
+    arguments += ["--report_to", "none", "--use_cpu", "--save_strategy", "no"]
+    arguments += ["--disable_tqdm", "true"]
+
+    def logged(output: str) -> list[str]:
+        return re.findall(r"^\{'loss': '([^']+)'", output, re.MULTILINE)
+
+    printed = logged(_train(original, arguments))
+    assert logged(_train(wired, arguments, tmp_path / "metrics")) == printed
+    # What init does not wire: the keys SFTTrainer adds at run time, which the HF hook's
+    # default chart groups (six charts) leave out; --check names each with the fix.
+    run = recorded_run(tmp_path / "metrics", frozenset({"dropped-metric"}))
+    dropped = {
+        problem["message"].split("'")[1]
+        for problem in run.check_report["problems"]  # type: ignore[union-attr]
+    }
+    assert dropped == {"entropy", "mean_token_accuracy", "num_tokens"}
+    loss = run.series("loss", "loss")
+    assert sorted(loss) == [1, 2, 3, 4]  # the Trainer's global_step
+    assert [format(loss[step], ".4g") for step in sorted(loss)] == printed
