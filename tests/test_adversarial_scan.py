@@ -569,3 +569,45 @@ def test_init_include_wires_nanogpts_benchmark_and_leaves_its_sampler(tmp_path: 
     assert "bench.py:111  print\n    step: _ocms_step  (no global step" in completed.stdout
     assert "bench.py: left alone" not in completed.stdout
     assert "+++ b/bench.py" in completed.stdout and "+++ b/sample.py" not in completed.stdout
+
+
+def test_init_neighbouring_sites_share_one_call_and_lose_nothing_when_it_cannot_be_added(
+    tmp_path: Path,
+) -> None:
+    """Three `writer.add_scalar` lines at one step become one `ocms_log` after the last
+    (one row a step); when that call would read a name the code there does not define,
+    none of the three claims to be recorded by it."""
+    source = (
+        "class Writer:\n"
+        "    def add_scalar(self, tag, value, step):\n"
+        "        print(tag, value, step)\n"
+        "writer = Writer()\n"
+        "for global_step in range(3):\n"
+        "    loss = 1.0 / (global_step + 1)\n"
+        "    writer.add_scalar('losses/value', loss, global_step)\n"
+        "    print('SPS:', 100)\n"
+        "    writer.add_scalar('losses/policy', loss / 2, global_step)\n"
+        "    writer.add_scalar('charts/lr', 0.1, global_step)\n"
+    )
+    _, recorded = _wire_and_compare(tmp_path, source)
+    edited = (tmp_path / "project" / "train.py").read_text()
+    assert edited.count("ocms_log(global_step") == 1
+    assert recorded["losses_value"] == {0: 1.0, 1: 0.5, 2: 1 / 3}
+    assert recorded["losses_policy"] == {0: 0.5, 1: 0.25, 2: 1 / 6}
+    rows = (tmp_path / "metrics" / "loss.csv").read_text().splitlines()
+    assert len(rows) == 3  # one row a step, not one per add_scalar
+    # The last line reads a comprehension's own variable: the shared call after it
+    # cannot read `lr`, so each line gets its own call and the first two stay recorded.
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "train.py").write_text(
+        source.replace(
+            "writer.add_scalar('charts/lr', 0.1, global_step)",
+            "[writer.add_scalar('charts/lr', lr, global_step) for lr in [0.1]]",
+        )
+    )
+    plan = run_cli("init", str(broken))
+    assert "recorded by the call after line" not in plan.stdout
+    assert "+    ocms_log(global_step, {'losses/value': loss})" in plan.stdout
+    assert "+    ocms_log(global_step, {'losses/policy': loss / 2})" in plan.stdout
+    assert "train.py:10: not wired: the call would read lr" in plan.stdout

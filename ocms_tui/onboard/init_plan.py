@@ -186,22 +186,29 @@ def _edit_loop_script(
     wirings, notes = wire_file(tree, loop)
     plan.not_wired.extend(f"{file}:{note}" for note in notes)
     kept: list[Wiring] = []
-    for wiring in wirings:
+    pending = [wiring for wiring in wirings if wiring.joined_into is None]
+    while pending:
+        wiring = pending.pop(0)
         call = wiring.call(output_dir_expr)
         assert call is not None
-        if wiring.joined_into is not None:  # checked with the call that records it
-            kept.append(wiring)
-            continue
         hoisted = [hoist for w in [*wiring.joined, wiring] for hoist in w.hoists]
         defined = {"ocms_log", ADDED_COUNTER, *(hoist.name for hoist in hoisted)}
         undefined = _undefined_names(before, [wiring.anchor.lineno], call, also_defined=defined)
+        if undefined and wiring.joined:
+            # The shared call cannot be added: each neighbour gets its own again.
+            for released in wiring.joined:
+                released.joined_into = None
+            pending[:0] = [*wiring.joined, wiring]
+            wiring.joined = []
+            continue
         if undefined:
             plan.not_wired.append(
                 f"{file}:{wiring.site.line}: not wired: the call would read "
                 f"{', '.join(undefined)}, not defined there (NameError)"
             )
             continue
-        kept.append(wiring)
+        kept += [*wiring.joined, wiring]
+    kept.sort(key=lambda wiring: wiring.site.line)
     if not kept:
         return "nothing wired (see below)"
     source = before.decode(module.encoding, "replace")
