@@ -584,13 +584,20 @@ def test_real_cleanrl_ppo_records_one_row_a_step_at_global_step(
 
     output = _train(original, arguments)
     assert without_speed(_train(wired, arguments, tmp_path / "metrics")) == without_speed(output)
+    # Value loss and KL terms share the script's `losses/` family: --check warns that
+    # they differ by orders of magnitude on one chart.
     run = recorded_run(tmp_path / "metrics", frozenset({"mixed-scale"}))
-    events = next((wired / "runs").rglob("events.out.tfevents.*")).parent
-    accumulator = event_accumulator.EventAccumulator(str(events))
-    accumulator.Reload()
-    for tag, chart in (("losses/value_loss", "loss"), ("losses/policy_loss", "loss")):
-        written = {event.step: event.value for event in accumulator.Scalars(tag)}
-        recorded = run.series(chart, tag.replace("/", "_"))
+
+    def scalars(project: Path, tag: str) -> dict[int, float]:
+        events = next((project / "runs").rglob("events.out.tfevents.*")).parent
+        accumulator = event_accumulator.EventAccumulator(str(events))
+        accumulator.Reload()
+        return {event.step: event.value for event in accumulator.Scalars(tag)}
+
+    for tag in ("losses/value_loss", "losses/policy_loss", "losses/approx_kl"):
+        written = scalars(wired, tag)
+        assert written == scalars(original, tag)  # the same training
+        recorded = run.series("loss", tag.replace("/", "_"))
         assert sorted(recorded) == sorted(written) == [64, 128, 192, 256]
         assert recorded == pytest.approx(written, rel=1e-6)
     assert len(run.charts["loss"].rows) == 4  # one row a step
