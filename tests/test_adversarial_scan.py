@@ -611,3 +611,24 @@ def test_init_neighbouring_sites_share_one_call_and_lose_nothing_when_it_cannot_
     assert "+    ocms_log(global_step, {'losses/value': loss})" in plan.stdout
     assert "+    ocms_log(global_step, {'losses/policy': loss / 2})" in plan.stdout
     assert "train.py:10: not wired: the call would read lr" in plan.stdout
+
+
+def test_init_says_what_a_trl_trainer_logs_beyond_the_hooks_charts(tmp_path: Path) -> None:
+    """A TRL trainer gets the HF callback like any Trainer; the plan also says that it
+    logs keys of its own at run time that the hook's default charts may drop."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "train_dpo.py").write_text(
+        "from transformers import Trainer\n"
+        "from trl import DPOConfig, DPOTrainer\n"
+        "def main(model, data):\n"
+        "    trainer = DPOTrainer(model=model, args=DPOConfig('out'), train_dataset=data)\n"
+        "    trainer.train()\n"
+        "    plain = Trainer(model=model, train_dataset=data)\n"
+        "    plain.train()\n"
+    )
+    completed = run_cli("init", str(project))
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "train_dpo.py:4: DPOTrainer gets OcmsCallback()" in completed.stdout
+    assert "train_dpo.py:4: DPOTrainer also logs keys of its own at run time" in completed.stdout
+    assert "train_dpo.py:6: Trainer also logs" not in completed.stdout

@@ -61,6 +61,25 @@ TRAINING_NAME = re.compile(r"train|main|finetun|fit|run_")
 NOT_TRAINING = ("bench", "sample", "generate", "inference", "predict", "demo", "test_", "conftest")
 
 
+# TRL's trainers: an HF Trainer that logs more than the Trainer's own keys.
+TRL_TRAINERS = frozenset(
+    {
+        "SFTTrainer",
+        "DPOTrainer",
+        "GRPOTrainer",
+        "KTOTrainer",
+        "RewardTrainer",
+        "RLOOTrainer",
+        "ORPOTrainer",
+        "CPOTrainer",
+        "PPOTrainer",
+        "GKDTrainer",
+        "OnlineDPOTrainer",
+    }
+)
+TRL_KEYS = "SFT: entropy, mean_token_accuracy, num_tokens; DPO: rewards/*, logps/*, logits/*"
+
+
 @dataclass
 class FileChange:
     """One file init writes: `before` None for a new file."""
@@ -163,6 +182,13 @@ def edit_script(
         f"{file}:{line}: {call} gets {class_name}() (the framework's own step and metrics)"
         for line, call in sorted(wanted)
         if line not in missed
+    )
+    plan.not_wired.extend(
+        f"{file}:{line}: {call} also logs keys of its own at run time ({TRL_KEYS}): "
+        "the hook's default chart groups may drop some (`--check` names each dropped "
+        "key, with the chart_groups line that keeps it)"
+        for line, call in sorted(wanted)
+        if line not in missed and call.rsplit(".", 1)[-1] in TRL_TRAINERS
     )
     return before, edited.bytes
 

@@ -614,6 +614,7 @@ def test_real_trl_sft_script_gets_the_callback_and_records_the_printed_losses(
     original, wired = _pristine_pair(tmp_path, "trl_sft")
     plan = _init_write(wired)
     assert "sft.py:103: SFTTrainer gets OcmsCallback()" in plan
+    assert "sft.py:103: SFTTrainer also logs keys of its own at run time" in plan
     arguments = ["ocms_shim_run.py", "sft.py", "--model_name_or_path", "tiny_model"]
     arguments += ["--dataset_name", "tiny_data", "--output_dir", "out", "--max_steps", "4"]
     arguments += ["--logging_steps", "1", "--per_device_train_batch_size", "4", "--seed", "0"]
