@@ -280,6 +280,14 @@ class _FileWiring:
         keyed = next((v for k, v in pairs if _key_text(k).lower() in STEP_WORDS), None)
         step = choose_step(self.tree, node, explicit, keyed)
         wiring = Wiring(site, statement, anchor, step, [], guard=guard)
+        logged = node.args[0] if isinstance(node, ast.Call) and node.args else None
+        if site.kind in (WANDB, ACCELERATOR) and isinstance(logged, ast.Dict):
+            wiring.dropped += [
+                f"`{ast.unparse(key)}`: a key computed at run time (init records literal keys)"
+                for key in logged.keys
+                if key is not None
+                and not (isinstance(key, ast.Constant) and isinstance(key.value, str))
+            ]
         if explicit is not None and rereadable(explicit):
             wiring.stated_step = ast.unparse(explicit)
         guarded_names = self.guarded_names(anchor) if guard else set()
@@ -476,6 +484,15 @@ def wire_file(
         if isinstance(outcome, str):
             notes.append(f"{site.line}: not wired: {outcome}")
             continue
+        if outcome.call(None) is None and outcome.inside is not None:
+            # Nothing a default run computes: only what the guard computes, inside it
+            # (transformers' run_glue_no_trainer: train_loss sums under `with_tracking`).
+            notes.append(
+                f"{site.line}: a default run records nothing here: nothing it logs is "
+                f"computed without `{outcome.guard}` or can be read again"
+                + (f" ({'; '.join(outcome.dropped)})" if outcome.dropped else "")
+            )
+            outcome = outcome.inside
         parent = wiring.tree.parents.get(outcome.anchor)
         block = (
             id(parent),

@@ -637,3 +637,44 @@ def test_real_trl_sft_script_gets_the_callback_and_records_the_printed_losses(
     loss = run.series("loss", "loss")
     assert sorted(loss) == [1, 2, 3, 4]  # the Trainer's global_step
     assert [format(loss[step], ".4g") for step in sorted(loss)] == printed
+
+
+def test_real_transformers_no_trainer_records_the_tracked_loss_and_says_what_it_cannot(
+    tmp_path: Path, recorded_run: Callable[[Path], Any]
+) -> None:
+    """transformers' run_glue_no_trainer.py: `accelerator.log({...}, step=completed_steps)`
+    under `if args.with_tracking:`, logging a train_loss summed only under that guard and
+    the evaluation dict under a key computed at run time. Init records the train_loss where
+    it is computed and says a default run records nothing (and why)."""
+    pytest.importorskip("accelerate")
+    pytest.importorskip("datasets")
+    event_accumulator = pytest.importorskip(
+        "tensorboard.backend.event_processing.event_accumulator"
+    )
+    original, wired = _pristine_pair(tmp_path, "transformers_glue_no_trainer")
+    plan = _init_write(wired)
+    assert "run_glue_no_trainer.py:606  accelerator.log\n    step: completed_steps" in plan
+    assert "recorded inside `if args.with_tracking:`" in plan
+    assert "a default run records nothing here" in plan
+    assert "a key computed at run time (init records literal keys)" in plan
+    arguments = ["ocms_shim_run.py", "run_glue_no_trainer.py", "--model_name_or_path"]
+    arguments += ["tiny_model", "--train_file", "tiny_data/train.csv", "--validation_file"]
+    arguments += ["tiny_data/validation.csv", "--seed", "0", "--num_train_epochs", "2"]
+    _train(wired, arguments, tmp_path / "default")
+    assert not (tmp_path / "default").exists()  # as the plan said
+    tracking = [*arguments, "--with_tracking", "--report_to", "tensorboard"]
+    tracking += ["--output_dir", "out"]
+
+    def train_losses(project: Path) -> dict[int, float]:
+        events = next((project / "out").rglob("events.out.tfevents.*")).parent
+        accumulator = event_accumulator.EventAccumulator(str(events))
+        accumulator.Reload()
+        return {event.step: event.value for event in accumulator.Scalars("train_loss")}
+
+    _train(original, tracking)
+    _train(wired, tracking, tmp_path / "tracking")
+    assert train_losses(wired) == train_losses(original)  # the same training
+    run = recorded_run(tmp_path / "tracking")
+    recorded = run.series("loss", "train_loss")
+    assert sorted(recorded) == [4, 8]  # completed_steps: 32 examples, batches of 8
+    assert recorded == pytest.approx(train_losses(wired), rel=1e-6)
