@@ -437,3 +437,198 @@ def test_init_tutorial_loop_steps_never_restart_and_test_values_stay_apart(
     # warning), at the last step.
     assert recorded["test_accuracy"] == {5: 0.54, 11: 0.54}
     assert set(recorded["test_loss"]) == {5, 11} and "accuracy" not in recorded
+
+
+def test_init_records_after_an_elif_chain_of_optional_loggers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`if use_tb: writer... elif wandb_log: wandb.log(...)`: the call went after the
+    `elif` inside the first guard's else, so a run with TensorBoard on recorded nothing."""
+    source = (
+        "import os\n"
+        "use_tb = os.environ.get('USE_TB') == '1'\n"
+        "wandb_log = False\n"
+        "class Writer:\n"
+        "    def add_scalar(self, tag, value, step):\n"
+        "        print('tb', tag, value, step)\n"
+        "writer = Writer()\n"
+        "global_step = 0\n"
+        "for epoch in range(2):\n"
+        "    for batch in range(3):\n"
+        "        global_step += 1\n"
+        "        loss = 1.0 / global_step\n"
+        "        if use_tb:\n"
+        "            writer.add_scalar('train/loss', loss, global_step)\n"
+        "        elif wandb_log:\n"
+        "            import wandb\n"
+        "            wandb.log({'train/loss': loss}, step=global_step)\n"
+    )
+    _, recorded = _wire_and_compare(tmp_path, source)
+    assert recorded["train_loss"] == {step: 1.0 / step for step in range(1, 7)}
+    edited = (tmp_path / "project" / "train.py").read_text()
+    # after the whole chain, at the loop's indentation: recorded whichever logger is on
+    assert "\n        ocms_log(global_step, {'train/loss': loss})\n" in edited
+    monkeypatch.setenv("USE_TB", "1")
+    with_tb = _run_script(tmp_path / "project", tmp_path / "tb_metrics")
+    assert with_tb.count("tb train/loss") == 6
+    assert _recorded(tmp_path / "tb_metrics")["train_loss"] == recorded["train_loss"]
+
+
+def test_init_records_out_of_a_with_writer_block_under_a_none_check(tmp_path: Path) -> None:
+    """`if writer is not None: with writer: writer.add_scalar(...)`: the call stayed inside
+    the `with`, under the guard: a default run (no writer) recorded nothing."""
+    source = (
+        "import contextlib\n"
+        "writer = None  # a TensorBoard writer when asked for\n"
+        "step = 0\n"
+        "while step < 5:\n"
+        "    loss = 0.5 ** step\n"
+        "    if writer is not None:\n"
+        "        with writer:\n"
+        "            writer.add_scalar('loss', loss, step)\n"
+        "    step += 1\n"
+        "print('done')\n"
+    )
+    _, recorded = _wire_and_compare(tmp_path, source)
+    assert recorded["loss"] == {step: 0.5**step for step in range(5)}
+    edited = (tmp_path / "project" / "train.py").read_text()
+    assert (
+        "            writer.add_scalar('loss', loss, step)\n    ocms_log(step, {'loss': loss})\n"
+        in edited
+    )
+
+
+BENCHMARK = (
+    "import time\n"
+    "loss = 4.0\n"
+    "for k in range(3):\n"
+    "    loss = loss / 2  # a forward pass, timed; nothing trains\n"
+    "    print(f'{k}/3 loss: {loss:.4f}')\n"
+)
+
+
+def test_init_wires_a_script_that_does_not_train_only_when_asked(tmp_path: Path) -> None:
+    """A benchmark is left alone (init says how to ask); `--include bench.py` wires it,
+    and its run records what it prints at its own iteration `k`."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "bench.py").write_text(BENCHMARK)
+    alone = run_cli("init", str(project))
+    assert alone.returncode == 1, alone.stdout + alone.stderr
+    assert "bench.py: left alone: its name says it does not train" in alone.stdout
+    assert "to record it anyway: init --include bench.py" in alone.stdout
+    for named in ("bench.py", str(project / "bench.py")):  # relative to PROJECT_DIR, or a path
+        plan = run_cli("init", str(project), "--include", named)
+        assert plan.returncode == 0, plan.stdout + plan.stderr
+        assert "bench.py:5  print\n    step: k" in plan.stdout
+    original = _run_script(project, tmp_path / "unused", "bench.py")
+    wired = run_cli("init", str(project), "--write", "--force", "--include", "bench.py")
+    assert wired.returncode == 0, wired.stdout + wired.stderr
+    assert _run_script(project, tmp_path / "metrics", "bench.py") == original
+    check = run_cli("--check", str(tmp_path / "metrics"), "--strict")
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert _recorded(tmp_path / "metrics")["loss"] == {0: 2.0, 1: 1.0, 2: 0.5}
+
+
+@pytest.mark.parametrize(
+    "named", ["missing.py", "../outside.py", "sub", "link.py"], ids=lambda n: n.replace(".", "_")
+)
+def test_init_include_names_a_file_of_the_project_or_is_a_usage_error(
+    tmp_path: Path, named: str
+) -> None:
+    project = tmp_path / "project"
+    (project / "sub").mkdir(parents=True)
+    (project / "bench.py").write_text(BENCHMARK)
+    (tmp_path / "outside.py").write_text(BENCHMARK)
+    (project / "link.py").symlink_to(tmp_path / "outside.py")
+    completed = run_cli("init", str(project), "--write", "--force", "--include", named)
+    assert completed.returncode == 2, completed.stdout + completed.stderr
+    assert f"--include {named!r} is not a file inside" in completed.stderr
+    assert not (project / "migrate_to_cloudrobo").exists()
+    assert (project / "bench.py").read_text() == BENCHMARK
+
+
+def test_init_include_of_a_file_without_a_logging_site_says_so(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "bench.py").write_text(BENCHMARK)
+    (project / "sample.py").write_text("print('no loss here')\n")
+    completed = run_cli("init", str(project), "--include", "bench.py", "--include", "sample.py")
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "sample.py: --include, but scan found no logging site in it" in completed.stdout
+
+
+def test_init_include_wires_nanogpts_benchmark_and_leaves_its_sampler(tmp_path: Path) -> None:
+    """karpathy/nanoGPT's bench.py prints `{k}/{num_steps} loss: {lossf:.4f}` and trains
+    nothing: left alone by default, wired when asked; sample.py stays alone."""
+    project = tmp_path / "nanogpt"
+    shutil.copytree(Path(__file__).parent / "real_scripts" / "nanogpt", project)
+    completed = run_cli("init", str(project), "--include", "bench.py")
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    # `k` restarts for each of its two stages (burn-in, benchmark): a counter is added
+    assert "bench.py:111  print\n    step: _ocms_step  (no global step" in completed.stdout
+    assert "bench.py: left alone" not in completed.stdout
+    assert "+++ b/bench.py" in completed.stdout and "+++ b/sample.py" not in completed.stdout
+
+
+def test_init_neighbouring_sites_share_one_call_and_lose_nothing_when_it_cannot_be_added(
+    tmp_path: Path,
+) -> None:
+    """Three `writer.add_scalar` lines at one step become one `ocms_log` after the last
+    (one row a step); when that call would read a name the code there does not define,
+    none of the three claims to be recorded by it."""
+    source = (
+        "class Writer:\n"
+        "    def add_scalar(self, tag, value, step):\n"
+        "        print(tag, value, step)\n"
+        "writer = Writer()\n"
+        "for global_step in range(3):\n"
+        "    loss = 1.0 / (global_step + 1)\n"
+        "    writer.add_scalar('losses/value', loss, global_step)\n"
+        "    print('SPS:', 100)\n"
+        "    writer.add_scalar('losses/policy', loss / 2, global_step)\n"
+        "    writer.add_scalar('charts/lr', 0.1, global_step)\n"
+    )
+    _, recorded = _wire_and_compare(tmp_path, source)
+    edited = (tmp_path / "project" / "train.py").read_text()
+    assert edited.count("ocms_log(global_step") == 1
+    assert recorded["losses_value"] == {0: 1.0, 1: 0.5, 2: 1 / 3}
+    assert recorded["losses_policy"] == {0: 0.5, 1: 0.25, 2: 1 / 6}
+    rows = (tmp_path / "metrics" / "loss.csv").read_text().splitlines()
+    assert len(rows) == 3  # one row a step, not one per add_scalar
+    # The last line reads a comprehension's own variable: the shared call after it
+    # cannot read `lr`, so each line gets its own call and the first two stay recorded.
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "train.py").write_text(
+        source.replace(
+            "writer.add_scalar('charts/lr', 0.1, global_step)",
+            "[writer.add_scalar('charts/lr', lr, global_step) for lr in [0.1]]",
+        )
+    )
+    plan = run_cli("init", str(broken))
+    assert "recorded by the call after line" not in plan.stdout
+    assert "+    ocms_log(global_step, {'losses/value': loss})" in plan.stdout
+    assert "+    ocms_log(global_step, {'losses/policy': loss / 2})" in plan.stdout
+    assert "train.py:10: not wired: the call would read lr" in plan.stdout
+
+
+def test_init_says_what_a_trl_trainer_logs_beyond_the_hooks_charts(tmp_path: Path) -> None:
+    """A TRL trainer gets the HF callback like any Trainer; the plan also says that it
+    logs keys of its own at run time that the hook's default charts may drop."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "train_dpo.py").write_text(
+        "from transformers import Trainer\n"
+        "from trl import DPOConfig, DPOTrainer\n"
+        "def main(model, data):\n"
+        "    trainer = DPOTrainer(model=model, args=DPOConfig('out'), train_dataset=data)\n"
+        "    trainer.train()\n"
+        "    plain = Trainer(model=model, train_dataset=data)\n"
+        "    plain.train()\n"
+    )
+    completed = run_cli("init", str(project))
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "train_dpo.py:4: DPOTrainer gets OcmsCallback()" in completed.stdout
+    assert "train_dpo.py:4: DPOTrainer also logs keys of its own at run time" in completed.stdout
+    assert "train_dpo.py:6: Trainer also logs" not in completed.stdout

@@ -64,6 +64,14 @@ def add_init_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--force", action="store_true", help="--write even with uncommitted changes in git"
     )
+    parser.add_argument(
+        "--include",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="wire FILE although it looks like it does not train (a benchmark, a sampling "
+        "or evaluation script, left alone by default); repeat for several files",
+    )
     parser.set_defaults(runner=_init)
 
 
@@ -82,6 +90,7 @@ def _init(options: argparse.Namespace) -> int:
         write=options.write,
         output_dir_expr=options.output_dir_expr,
         force=options.force,
+        include=options.include,
     )
 
 

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -109,8 +110,31 @@ def apply(plan: InitPlan) -> None:
             temp.unlink(missing_ok=True)
 
 
+def included_files(project: Path, paths: Sequence[str]) -> list[str] | str:
+    """`--include` paths as the project-relative names scan gives its files (`bench.py`
+    or `my_project/bench.py` alike), or why one is not a file of the project."""
+    root = project.resolve()
+    names: list[str] = []
+    for path in paths:
+        for candidate in (project / path, Path(path)):
+            try:
+                resolved = candidate.resolve()
+                if candidate.is_file() and not candidate.is_symlink():
+                    names.append(resolved.relative_to(root).as_posix())
+                    break
+            except (OSError, ValueError, RuntimeError):
+                continue
+        else:
+            return f"--include {path!r} is not a file inside {project}"
+    return names
+
+
 def run_init(
-    project: Path, write: bool = False, output_dir_expr: str | None = None, force: bool = False
+    project: Path,
+    write: bool = False,
+    output_dir_expr: str | None = None,
+    force: bool = False,
+    include: Sequence[str] = (),
 ) -> int:
     def say(text: str, stream: TextIO = sys.stdout) -> None:
         stream.write(encodable(text, stream))
@@ -134,7 +158,11 @@ def run_init(
                 sys.stderr,
             )
             return ExitCode.USAGE
-    plan = plan_init(project, output_dir_expr)
+    included = included_files(project, include)
+    if isinstance(included, str):
+        say(printable(f"ocms-tui init: {included}") + "\n", sys.stderr)
+        return ExitCode.USAGE
+    plan = plan_init(project, output_dir_expr, included)
     if plan.scan.framework is None:
         say(
             "ocms-tui init: no metric-logging site found; nothing to integrate (see ocms-tui scan)\n"

@@ -54,6 +54,8 @@ def loop_edits(source: str, wirings: Sequence[Wiring], output_dir_expr: str | No
         call = wiring.call(output_dir_expr)
         if call is None:
             continue
+        if wiring.joined_into is not None:
+            call = None  # a later site's call records these values
         for hoist in wiring.hoists:
             written = ast.get_source_segment(source, hoist.node) or ""
             if "\n" in written or not written:
@@ -63,6 +65,8 @@ def loop_edits(source: str, wirings: Sequence[Wiring], output_dir_expr: str | No
                 lines, hoist.node.end_lineno or 0, hoist.node.end_col_offset or 0
             )
             edits.replace.append((at(hoist.node), end, ast.unparse(hoist.node), hoist.name))
+        if call is None:
+            continue
         edits.after.setdefault(at(wiring.anchor), []).append(call)
         loop = wiring.step.counter_loop
         if loop is not None and at(loop) not in counted:

@@ -61,6 +61,25 @@ TRAINING_NAME = re.compile(r"train|main|finetun|fit|run_")
 NOT_TRAINING = ("bench", "sample", "generate", "inference", "predict", "demo", "test_", "conftest")
 
 
+# TRL's trainers: an HF Trainer that logs more than the Trainer's own keys.
+TRL_TRAINERS = frozenset(
+    {
+        "SFTTrainer",
+        "DPOTrainer",
+        "GRPOTrainer",
+        "KTOTrainer",
+        "RewardTrainer",
+        "RLOOTrainer",
+        "ORPOTrainer",
+        "CPOTrainer",
+        "PPOTrainer",
+        "GKDTrainer",
+        "OnlineDPOTrainer",
+    }
+)
+TRL_KEYS = "SFT: entropy, mean_token_accuracy, num_tokens; DPO: rewards/*, logps/*, logits/*"
+
+
 @dataclass
 class FileChange:
     """One file init writes: `before` None for a new file."""
@@ -164,6 +183,13 @@ def edit_script(
         for line, call in sorted(wanted)
         if line not in missed
     )
+    plan.not_wired.extend(
+        f"{file}:{line}: {call} also logs keys of its own at run time ({TRL_KEYS}): "
+        "the hook's default chart groups may drop some (`--check` names each dropped "
+        "key, with the chart_groups line that keeps it)"
+        for line, call in sorted(wanted)
+        if line not in missed and call.rsplit(".", 1)[-1] in TRL_TRAINERS
+    )
     return before, edited.bytes
 
 
@@ -186,18 +212,29 @@ def _edit_loop_script(
     wirings, notes = wire_file(tree, loop)
     plan.not_wired.extend(f"{file}:{note}" for note in notes)
     kept: list[Wiring] = []
-    for wiring in wirings:
+    pending = [wiring for wiring in wirings if wiring.joined_into is None]
+    while pending:
+        wiring = pending.pop(0)
         call = wiring.call(output_dir_expr)
         assert call is not None
-        defined = {"ocms_log", ADDED_COUNTER, *(hoist.name for hoist in wiring.hoists)}
+        hoisted = [hoist for w in [*wiring.joined, wiring] for hoist in w.hoists]
+        defined = {"ocms_log", ADDED_COUNTER, *(hoist.name for hoist in hoisted)}
         undefined = _undefined_names(before, [wiring.anchor.lineno], call, also_defined=defined)
+        if undefined and wiring.joined:
+            # The shared call cannot be added: each neighbour gets its own again.
+            for released in wiring.joined:
+                released.joined_into = None
+            pending[:0] = [*wiring.joined, wiring]
+            wiring.joined = []
+            continue
         if undefined:
             plan.not_wired.append(
                 f"{file}:{wiring.site.line}: not wired: the call would read "
                 f"{', '.join(undefined)}, not defined there (NameError)"
             )
             continue
-        kept.append(wiring)
+        kept += [*wiring.joined, wiring]
+    kept.sort(key=lambda wiring: wiring.site.line)
     if not kept:
         return "nothing wired (see below)"
     source = before.decode(module.encoding, "replace")
@@ -283,7 +320,8 @@ def _left_alone(project: Path, file: str, sites: Sequence[Site]) -> str | None:
     name = Path(file).name.lower()
     if name.startswith(NOT_TRAINING):
         return (
-            "its name says it does not train (benchmark, sampling, tests); edit by hand if it does"
+            "its name says it does not train (benchmark, sampling, tests); "
+            f"to record it anyway: init --include {file}"
         )
     if any(site.kind not in (PRINT, LOGGER) for site in sites) or TRAINING_NAME.search(name):
         return None
@@ -292,12 +330,19 @@ def _left_alone(project: Path, file: str, sites: Sequence[Site]) -> str | None:
     except (OSError, ValueError, SyntaxError, RecursionError, MemoryError):
         return None  # the edit says why
     if not trains(module):
-        return "does not train (no backward pass, optimizer step, Trainer or fit)"
+        return (
+            "does not train (no backward pass, optimizer step, Trainer or fit); "
+            f"to record it anyway: init --include {file}"
+        )
     return None
 
 
-def plan_init(project: Path, output_dir_expr: str | None = None) -> InitPlan:
-    """Everything `init` would write, computed without writing anything."""
+def plan_init(
+    project: Path, output_dir_expr: str | None = None, include: Sequence[str] = ()
+) -> InitPlan:
+    """Everything `init` would write, computed without writing anything. `include` names
+    files (relative to the project, with '/') to wire even though they look like they do
+    not train (a benchmark, a sampling script): the user asked."""
     result = scan_project(project)
     plan = InitPlan(project, result)
     framework = result.framework
@@ -321,7 +366,7 @@ def plan_init(project: Path, output_dir_expr: str | None = None) -> InitPlan:
                 continue
             edit = partial(edit_config, project, file, output_dir_expr)
         else:
-            why = _left_alone(project, file, sites)
+            why = None if file in include else _left_alone(project, file, sites)
             if why is not None:
                 plan.not_wired.append(f"{file}: left alone: {why}")
                 continue
@@ -337,6 +382,11 @@ def plan_init(project: Path, output_dir_expr: str | None = None) -> InitPlan:
             edits.append(FileChange(project / file, *outcome))
             if framework == "mmengine":
                 plan.hooked.append(f"{file}: custom_hooks gets OcmsHook")
+    plan.not_wired += [
+        f"{file}: --include, but scan found no logging site in it"
+        for file in include
+        if file not in sites_by_file
+    ]
     if (
         framework not in FRAMEWORK_HOOKS
         and framework != "mmengine"
@@ -413,6 +463,10 @@ def render_plan(plan: InitPlan) -> str:
                 + (f" except {', '.join(wiring.axis_keys)}" if wiring.axis_keys else "")
             )
         lines.append(f"    series -> chart: {series}")
+        if wiring.joined_into is not None:
+            lines.append(
+                f"    recorded by the call after line {wiring.joined_into} (one row a step)"
+            )
         if wiring.inside_guard:
             lines.append(
                 f"    recorded inside `if {wiring.inside_guard}:`: only that branch computes them"

@@ -17,6 +17,7 @@ No Textual here.
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -81,6 +82,8 @@ class Wiring:
     stated_step: str | None = None  # the step the site logs with (an epoch, say)
     inside: Wiring | None = None  # the values only the guard computes, recorded inside it
     inside_guard: str | None = None  # set on such a wiring: the guard it stays in
+    joined: list[Wiring] = field(default_factory=list)  # earlier sites this call records too
+    joined_into: int | None = None  # set on such a site: the line whose call records it
 
     @property
     def keys(self) -> list[str]:
@@ -100,7 +103,8 @@ class Wiring:
                 left_out = ", ".join(repr(key) for key in self.axis_keys)
                 metrics = f"{{k: v for k, v in {metrics}.items() if k not in ({left_out},)}}"
         elif self.metrics:
-            metrics = "{" + ", ".join(f"{key}: {value}" for key, value in self.metrics) + "}"
+            pairs = [pair for wiring in [*self.joined, self] for pair in wiring.metrics]
+            metrics = "{" + ", ".join(f"{key}: {value}" for key, value in pairs) + "}"
         else:
             return None
         extra = f", output_dir={output_dir_expr}" if output_dir_expr else ""
@@ -252,6 +256,23 @@ class _FileWiring:
             ):
                 anchor, guard = parent, ast.unparse(parent.test)
                 continue
+            if (
+                isinstance(parent, ast.If)
+                and guard is not None
+                and parent.orelse == [anchor]
+                and is_optional_logger_guard(parent.test)
+            ):
+                # `if use_tb: ... elif wandb_log: ...`: after the whole chain, so that the
+                # values are recorded whichever logger is on, and with none.
+                anchor = parent
+                continue
+            if (
+                isinstance(parent, (ast.With, ast.AsyncWith))
+                and anchor in parent.body
+                and any(is_optional_logger_guard(item.context_expr) for item in parent.items)
+            ):
+                anchor = parent  # `with writer:` / `with writer.as_default():` is the logger's
+                continue
             break
         pairs, explicit, whole = self.values_of(site, node)
         if site.kind == TB_SCALARS:
@@ -259,6 +280,14 @@ class _FileWiring:
         keyed = next((v for k, v in pairs if _key_text(k).lower() in STEP_WORDS), None)
         step = choose_step(self.tree, node, explicit, keyed)
         wiring = Wiring(site, statement, anchor, step, [], guard=guard)
+        logged = node.args[0] if isinstance(node, ast.Call) and node.args else None
+        if site.kind in (WANDB, ACCELERATOR) and isinstance(logged, ast.Dict):
+            wiring.dropped += [
+                f"`{ast.unparse(key)}`: a key computed at run time (init records literal keys)"
+                for key in logged.keys
+                if key is not None
+                and not (isinstance(key, ast.Constant) and isinstance(key.value, str))
+            ]
         if explicit is not None and rereadable(explicit):
             wiring.stated_step = ast.unparse(explicit)
         guarded_names = self.guarded_names(anchor) if guard else set()
@@ -404,6 +433,42 @@ def _names_assigned(node: ast.AST) -> set[str]:
     }
 
 
+def _joinable(tree: Tree, first: Wiring, second: Wiring) -> bool:
+    """`second` can record `first`'s values too: the same step, and nothing but calls
+    (`writer.add_scalar`, `print`) between them that could rebind what `first` reads."""
+    if first.whole is not None or second.whole is not None or first.inside or second.inside:
+        return False
+    if first.step.expression != second.step.expression or first.guard != second.guard:
+        return False
+    if first.inside_guard or second.inside_guard:
+        return False
+    if first.anchor is second.anchor:
+        return True
+    parent = tree.parents.get(first.anchor)
+    if parent is None or parent is not tree.parents.get(second.anchor):
+        return False
+    for name in ("body", "orelse", "finalbody"):
+        body = getattr(parent, name, None)
+        if isinstance(body, list) and first.anchor in body and second.anchor in body:
+            between = body[body.index(first.anchor) + 1 : body.index(second.anchor)]
+            return all(
+                isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
+                for statement in between
+            )
+    return False
+
+
+def _join_neighbours(tree: Tree, block: list[Wiring]) -> None:
+    """One `ocms_log` after a run of neighbouring sites at the same step (cleanrl's eight
+    `writer.add_scalar(..., global_step)` lines): one row per step, not one per site."""
+    for previous, current in itertools.pairwise(block):
+        if previous.step.counter_loop is None and _joinable(tree, previous, current):
+            current.joined = [*previous.joined, previous]
+            previous.joined = []
+            for wiring in current.joined:
+                wiring.joined_into = current.site.line
+
+
 def wire_file(
     module: ast.Module,
     sites: Sequence[Site],
@@ -419,6 +484,15 @@ def wire_file(
         if isinstance(outcome, str):
             notes.append(f"{site.line}: not wired: {outcome}")
             continue
+        if outcome.call(None) is None and outcome.inside is not None:
+            # Nothing a default run computes: only what the guard computes, inside it
+            # (transformers' run_glue_no_trainer: train_loss sums under `with_tracking`).
+            notes.append(
+                f"{site.line}: a default run records nothing here: nothing it logs is "
+                f"computed without `{outcome.guard}` or can be read again"
+                + (f" ({'; '.join(outcome.dropped)})" if outcome.dropped else "")
+            )
+            outcome = outcome.inside
         parent = wiring.tree.parents.get(outcome.anchor)
         block = (
             id(parent),
@@ -439,6 +513,8 @@ def wire_file(
             )
             continue
         chosen.setdefault(block, []).append(outcome)
+    for block in chosen.values():
+        _join_neighbours(wiring.tree, sorted(block, key=lambda w: w.site.line))
     wirings = [wiring for block in chosen.values() for wiring in block]
     if all(wiring.step.expression is None for wiring in wirings):
         # No site records per iteration: the epoch a site logs with is the only x axis

@@ -37,6 +37,8 @@ _EVAL_PREFIXES = (
     ("eval", re.compile(r"\beval(uat\w*)?\b", re.IGNORECASE)),
 )
 _SPLIT_PREFIXES = ("train", "val", "valid", "test", "eval", "dev")
+# A line reports a loss: `loss`, or `cost` as some tutorials call it.
+_LOSS_WORD = re.compile(r"loss|\bcosts?\b", re.IGNORECASE)
 _EVAL_FUNCTION = re.compile(r"(^|_)(test|eval|evaluate|evaluation|valid|validate|validation)($|_)")
 
 
@@ -183,11 +185,11 @@ def read_log_line(node: ast.expr, call: ast.Call, function: str) -> LogLine | No
         ):
             continue
         if key in STEP_WORDS or words[-1] in STEP_WORDS:
-            step = place.value if step is None else step
+            step = unformatted(place.value) if step is None else step
             continue
         if _EPOCH.search(key):
             continue
-        value = place.value
+        value = unformatted(place.value)
         if "acc" in words[-1] and _is_fraction(found, index):
             divided = _divided_value(found, index)
             if divided is None:
@@ -198,9 +200,32 @@ def read_log_line(node: ast.expr, call: ast.Call, function: str) -> LogLine | No
             key = f"{prefix}_{key}"
         if key not in dict(values):
             values.append((key, value))
-    if "loss" not in text.lower() and not any("loss" in key for key, _ in values):
+    if not _LOSS_WORD.search(text) and not any(_LOSS_WORD.search(key) for key, _ in values):
         return None
     return LogLine(tuple(values), step, text)
+
+
+def unformatted(node: ast.expr) -> ast.expr:
+    """The number a value formats for its print: `'{:.6f}'.format(loss)` and
+    `'%04d' % (epoch + 1)` print `loss` and `epoch + 1` (a string is no metric)."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "format"
+        and _string(node.func.value) is not None
+        and len(node.args) == 1
+        and not node.keywords
+        and not isinstance(node.args[0], ast.Starred)
+    ):
+        return node.args[0]
+    if (
+        isinstance(node, ast.BinOp)
+        and isinstance(node.op, ast.Mod)
+        and _string(node.left) is not None
+        and not isinstance(node.right, (ast.Tuple, ast.Dict))
+    ):
+        return node.right
+    return node
 
 
 def is_percentage(node: ast.expr) -> bool:

@@ -140,6 +140,22 @@ def _loop_index(loop: ast.AST) -> tuple[str, ast.expr | None] | None:
     return None
 
 
+def _steps_directly(loop: ast.AST) -> bool:
+    """The loop's own body (not a loop or function inside it) runs a backward pass or an
+    optimizer step."""
+    pending = list(loop.body) if isinstance(loop, _LOOPS) else []
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (*_LOOPS, *_SCOPES)):
+            continue
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            method, receiver = node.func.attr, _code(node.func.value).lower()
+            if method == "backward" or (method == "step" and "optim" in receiver):
+                return True
+        pending.extend(ast.iter_child_nodes(node))
+    return False
+
+
 def choose_step(
     tree: Tree, node: ast.AST, explicit: ast.expr | None, keyed: ast.expr | None = None
 ) -> StepChoice:
@@ -190,6 +206,21 @@ def choose_step(
             return StepChoice(name, f"the loop variable `{name}`")
         break
     innermost = _loop_index(loops[0]) if loops else None
+    if (
+        innermost is not None
+        and _EPOCH_NAME.search(innermost[0])
+        and len(loops) == 1
+        and not tree.called_in_a_loop(scope)
+        and _steps_directly(loops[0])
+    ):
+        # Full-batch training (`for epoch in range(5000): ... optimizer.step()`): each
+        # "epoch" is one optimizer step, so its index is the script's iteration counter.
+        name = innermost[0]
+        return StepChoice(
+            name,
+            f"the loop variable `{name}`: the loop at line {loops[0].lineno} takes one "
+            "optimizer step per iteration (no batch loop inside)",
+        )
     if innermost is not None and _EPOCH_NAME.search(innermost[0]):
         return StepChoice(None, "once an epoch: the last step recorded (after its training steps)")
     if loops:

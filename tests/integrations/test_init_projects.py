@@ -470,3 +470,211 @@ def test_real_accelerate_tracking_example_logs_at_its_epoch(
     printed = re.findall(r"epoch (\d+): \{'accuracy': ([\d.]+), 'f1': ([\d.]+)\}", output)
     assert run.series("eval_score", "f1") == {int(e): float(f1) for e, _, f1 in printed}
     assert "epoch" not in run.charts  # the x axis, not a metric
+
+
+def test_real_pytorch_gan_records_both_losses_at_batches_done(
+    tmp_path: Path, recorded_run: Callable[[Path], Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """eriklindernoren/PyTorch-GAN gan.py: module-level loops, `[Batch %d/%d]` printed with
+    an index that restarts each epoch, the script's own `batches_done = epoch *
+    len(dataloader) + i` computed after the print."""
+    pytest.importorskip("torch")
+    monkeypatch.setenv("OCMS_SHIM_SEED", "0")  # the script seeds nothing
+    original, wired = _pristine_pair(tmp_path, "pytorch_gan")
+    for project in (original, wired):  # the MNIST stand-in, kept once with mnist/
+        shutil.copy(
+            REAL_SCRIPTS / "pytorch_mnist" / "ocms_shim_run.py", project / "implementations" / "gan"
+        )
+    plan = _init_write(wired)
+    assert "implementations/gan/gan.py:163  print\n    step: epoch * len(dataloader) + i" in plan
+    arguments = ["ocms_shim_run.py", "gan.py", "--n_epochs", "2", "--batch_size", "64"]
+    here = Path("implementations") / "gan"
+    output = _train(original / here, arguments)
+    assert _train(wired / here, arguments, tmp_path / "metrics") == output
+    run = recorded_run(tmp_path / "metrics")
+    printed = re.findall(
+        r"\[Epoch (\d+)/2\] \[Batch (\d+)/(\d+)\] \[D loss: ([\d.]+)\] \[G loss: ([\d.]+)\]", output
+    )
+    batches_done = {int(e) * int(n) + int(i): (float(d), float(g)) for e, i, n, d, g in printed}
+    assert sorted(batches_done) == list(range(8))
+    for name, column in (("d_loss", 0), ("g_loss", 1)):
+        recorded = run.series("loss", name)
+        assert {step: round(value, 6) for step, value in recorded.items()} == {
+            step: values[column] for step, values in batches_done.items()
+        }
+
+
+def test_real_pytorch_tutorial_records_its_loss_at_a_step_that_grows_across_epochs(
+    tmp_path: Path, recorded_run: Callable[[Path], Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """yunjey/pytorch-tutorial feedforward_neural_network: constants for every
+    hyper-parameter, a module-level loop printing `Step [{}/{}]` with `i+1` (restarts each
+    epoch) every 100 batches, `.format(...)` over `loss.item()`."""
+    pytest.importorskip("torch")
+    monkeypatch.setenv("OCMS_SHIM_MNIST_TRAIN", "10000")  # 100 batches of 100 an epoch
+    monkeypatch.setenv("OCMS_SHIM_SEED", "0")  # the script seeds nothing
+    original, wired = _pristine_pair(tmp_path, "yunjey_feedforward")
+    for project in (original, wired):
+        shutil.copy(REAL_SCRIPTS / "pytorch_mnist" / "ocms_shim_run.py", project)
+    plan = _init_write(wired)
+    assert "step: epoch * len(train_loader) + i" in plan
+    assert "`loss.item()` bound once to _ocms_loss" in plan
+    arguments = ["ocms_shim_run.py", "main.py"]
+    output = _train(original, arguments)
+    assert _train(wired, arguments, tmp_path / "metrics") == output
+    run = recorded_run(tmp_path / "metrics")
+    printed = re.findall(r"Epoch \[(\d+)/5\], Step \[(\d+)/(\d+)\], Loss: ([\d.]+)", output)
+    assert len(printed) == 5
+    loss = run.series("loss", "loss")
+    # The printed `Step [100/100]` of epoch 1 is batch index 99: step 99, then 199, ...
+    assert {step: round(value, 4) for step, value in loss.items()} == {
+        (int(epoch) - 1) * int(total) + int(batch) - 1: float(value)
+        for epoch, batch, total, value in printed
+    }
+
+
+def test_real_nlp_tutorial_full_batch_epochs_are_its_steps_and_cost_is_a_loss(
+    tmp_path: Path, recorded_run: Callable[[Path], Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """graykode/nlp-tutorial NNLM.py: `print('Epoch:', '%04d' % (epoch + 1), 'cost =',
+    '{:.6f}'.format(loss))` every 1000 of 5000 full-batch steps. Init once found no site
+    (a `cost`, values wrapped in formatting) and would have recorded at one step."""
+    pytest.importorskip("torch")
+    monkeypatch.setenv("PYTHONHASHSEED", "0")  # the vocabulary is built from a set
+    original, wired = _pristine_pair(tmp_path, "nlp_tutorial_nnlm")
+    plan = _init_write(wired)
+    assert "NNLM.py:69  print\n    step: epoch  (the loop variable `epoch`" in plan
+    seeded = (
+        "import runpy, torch; torch.manual_seed(0); runpy.run_path('NNLM.py', run_name='__main__')"
+    )
+    output = _train(original, ["-c", seeded])
+    assert _train(wired, ["-c", seeded], tmp_path / "metrics") == output
+    run = recorded_run(tmp_path / "metrics")
+    printed = re.findall(r"Epoch: (\d+) cost = ([\d.]+)", output)
+    (chart,) = [name for name, chart in run.charts.items() if "cost" in chart.y_axis]
+    cost = run.series(chart, "cost")
+    assert {step + 1: round(value, 6) for step, value in cost.items()} == {
+        int(epoch): float(value) for epoch, value in printed
+    }
+    assert sorted(cost) == [999, 1999, 2999, 3999, 4999]
+
+
+def test_real_cleanrl_ppo_records_one_row_a_step_at_global_step(
+    tmp_path: Path, recorded_run: Callable[[Path], Any]
+) -> None:
+    """vwxyzjn/cleanrl ppo.py: its own SummaryWriter (always on; wandb only with --track),
+    eight `writer.add_scalar(..., global_step)` lines after each update and a `print("SPS:")`
+    among them. Init records them with one call after the last (one row a step, not eight)
+    and every value equals the one TensorBoard got at the same global_step."""
+    pytest.importorskip("torch")
+    pytest.importorskip("gymnasium")
+    pytest.importorskip("tyro")
+    event_accumulator = pytest.importorskip(
+        "tensorboard.backend.event_processing.event_accumulator"
+    )
+    original, wired = _pristine_pair(tmp_path, "cleanrl_ppo")
+    plan = _init_write(wired)
+    assert "ppo.py:301  writer.add_scalar\n    step: global_step" in plan
+    assert "recorded by the call after line 309 (one row a step)" in plan
+    arguments = ["ppo.py", "--total-timesteps", "256", "--num-envs", "1", "--num-steps", "64"]
+    arguments += ["--no-cuda"]
+
+    def without_speed(output: str) -> str:
+        return re.sub(r"SPS: \d+", "SPS", output)
+
+    output = _train(original, arguments)
+    assert without_speed(_train(wired, arguments, tmp_path / "metrics")) == without_speed(output)
+    # Value loss and KL terms share the script's `losses/` family: --check warns that
+    # they differ by orders of magnitude on one chart.
+    run = recorded_run(tmp_path / "metrics", frozenset({"mixed-scale"}))
+
+    def scalars(project: Path, tag: str) -> dict[int, float]:
+        events = next((project / "runs").rglob("events.out.tfevents.*")).parent
+        accumulator = event_accumulator.EventAccumulator(str(events))
+        accumulator.Reload()
+        return {event.step: event.value for event in accumulator.Scalars(tag)}
+
+    for tag in ("losses/value_loss", "losses/policy_loss", "losses/approx_kl"):
+        written = scalars(wired, tag)
+        assert written == scalars(original, tag)  # the same training
+        recorded = run.series("loss", tag.replace("/", "_"))
+        assert sorted(recorded) == sorted(written) == [64, 128, 192, 256]
+        assert recorded == pytest.approx(written, rel=1e-6)
+    assert len(run.charts["loss"].rows) == 4  # one row a step
+
+
+def test_real_trl_sft_script_gets_the_callback_and_records_the_printed_losses(
+    tmp_path: Path, recorded_run: Callable[[Path], Any]
+) -> None:
+    """TRL's sft.py: `SFTTrainer(...)` built inside `main()` after a function-level `from
+    trl import SFTTrainer`. Init adds `callbacks=[OcmsCallback()]`; the losses the Trainer
+    prints (`{'loss': '2.835', ...}`, 4 significant digits) are recorded at global_step."""
+    pytest.importorskip("trl")
+    pytest.importorskip("datasets")
+    original, wired = _pristine_pair(tmp_path, "trl_sft")
+    plan = _init_write(wired)
+    assert "sft.py:103: SFTTrainer gets OcmsCallback()" in plan
+    assert "sft.py:103: SFTTrainer also logs keys of its own at run time" in plan
+    arguments = ["ocms_shim_run.py", "sft.py", "--model_name_or_path", "tiny_model"]
+    arguments += ["--dataset_name", "tiny_data", "--output_dir", "out", "--max_steps", "4"]
+    arguments += ["--logging_steps", "1", "--per_device_train_batch_size", "4", "--seed", "0"]
+    arguments += ["--report_to", "none", "--use_cpu", "--save_strategy", "no"]
+    arguments += ["--disable_tqdm", "true"]
+
+    def logged(output: str) -> list[str]:
+        return re.findall(r"^\{'loss': '([^']+)'", output, re.MULTILINE)
+
+    printed = logged(_train(original, arguments))
+    assert logged(_train(wired, arguments, tmp_path / "metrics")) == printed
+    # What init does not wire: the keys SFTTrainer adds at run time, which the HF hook's
+    # default chart groups (six charts) leave out; --check names each with the fix.
+    run = recorded_run(tmp_path / "metrics", frozenset({"dropped-metric"}))
+    dropped = {
+        problem["message"].split("'")[1]
+        for problem in run.check_report["problems"]  # type: ignore[union-attr]
+    }
+    assert dropped == {"entropy", "mean_token_accuracy", "num_tokens"}
+    loss = run.series("loss", "loss")
+    assert sorted(loss) == [1, 2, 3, 4]  # the Trainer's global_step
+    assert [format(loss[step], ".4g") for step in sorted(loss)] == printed
+
+
+def test_real_transformers_no_trainer_records_the_tracked_loss_and_says_what_it_cannot(
+    tmp_path: Path, recorded_run: Callable[[Path], Any]
+) -> None:
+    """transformers' run_glue_no_trainer.py: `accelerator.log({...}, step=completed_steps)`
+    under `if args.with_tracking:`, logging a train_loss summed only under that guard and
+    the evaluation dict under a key computed at run time. Init records the train_loss where
+    it is computed and says a default run records nothing (and why)."""
+    pytest.importorskip("accelerate")
+    pytest.importorskip("datasets")
+    event_accumulator = pytest.importorskip(
+        "tensorboard.backend.event_processing.event_accumulator"
+    )
+    original, wired = _pristine_pair(tmp_path, "transformers_glue_no_trainer")
+    plan = _init_write(wired)
+    assert "run_glue_no_trainer.py:606  accelerator.log\n    step: completed_steps" in plan
+    assert "recorded inside `if args.with_tracking:`" in plan
+    assert "a default run records nothing here" in plan
+    assert "a key computed at run time (init records literal keys)" in plan
+    arguments = ["ocms_shim_run.py", "run_glue_no_trainer.py", "--model_name_or_path"]
+    arguments += ["tiny_model", "--train_file", "tiny_data/train.csv", "--validation_file"]
+    arguments += ["tiny_data/validation.csv", "--seed", "0", "--num_train_epochs", "2"]
+    _train(wired, arguments, tmp_path / "default")
+    assert not (tmp_path / "default").exists()  # as the plan said
+    tracking = [*arguments, "--with_tracking", "--report_to", "tensorboard"]
+    tracking += ["--output_dir", "out"]
+
+    def train_losses(project: Path) -> dict[int, float]:
+        events = next((project / "out").rglob("events.out.tfevents.*")).parent
+        accumulator = event_accumulator.EventAccumulator(str(events))
+        accumulator.Reload()
+        return {event.step: event.value for event in accumulator.Scalars("train_loss")}
+
+    _train(original, tracking)
+    _train(wired, tracking, tmp_path / "tracking")
+    assert train_losses(wired) == train_losses(original)  # the same training
+    run = recorded_run(tmp_path / "tracking")
+    recorded = run.series("loss", "train_loss")
+    assert sorted(recorded) == [4, 8]  # completed_steps: 32 examples, batches of 8
+    assert recorded == pytest.approx(train_losses(wired), rel=1e-6)
