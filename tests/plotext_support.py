@@ -1,12 +1,17 @@
-"""Shared by the plotext speedup tests: random pixel points, and a build with plotext's own
-helpers for comparison."""
+"""Shared by the drawing tests: random pixel points, a build with plotext's own helpers for
+comparison, and a followed run's series."""
 
 from __future__ import annotations
 
 import random
 
+import numpy as np
+
 from ocms_tui.draw import plotext_install
-from ocms_tui.draw.plotting import ChartCanvas, PlotRequest, Series
+from ocms_tui.draw.plot_plan import PlotRequest, Series
+from ocms_tui.draw.plotting import ChartCanvas
+from ocms_tui.draw.pyramid import MinMaxPyramid
+from ocms_tui.draw.series_style import series_color
 
 
 def random_points(rng: random.Random) -> tuple[list[int], list[int]]:
@@ -28,3 +33,20 @@ def built_by_plotext_alone(
         return canvas.build(series, request)
     finally:
         plotext_install.install()
+
+
+def followed_series(
+    steps: np.ndarray, columns: list[np.ndarray], markers: tuple[str, ...]
+) -> list[Series]:
+    """Columns of one run as the dashboard hands them over: sorted steps, a pyramid each."""
+    return [
+        Series(
+            steps,
+            values,
+            series_color(index),
+            steps_sorted=True,
+            marker=marker,
+            pyramid=MinMaxPyramid(),
+        )
+        for index, (values, marker) in enumerate(zip(columns, markers, strict=True))
+    ]

@@ -10,7 +10,9 @@ from plotext._figure import _figure_class
 from plotext_support import random_points
 
 from ocms_tui.draw import plotext_build_speedups, plotext_install
-from ocms_tui.draw.plotting import ChartCanvas, PlotRequest, Series, series_color
+from ocms_tui.draw.plot_plan import PlotRequest, Series
+from ocms_tui.draw.plotting import ChartCanvas
+from ocms_tui.draw.series_style import series_color
 
 
 def test_matrix_cells_are_set_as_plotext_sets_them() -> None:

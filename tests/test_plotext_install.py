@@ -7,7 +7,9 @@ import pytest
 from plotext._figure import _figure_class
 from plotext_support import built_by_plotext_alone
 
-from ocms_tui.draw.plotting import ChartCanvas, PlotRequest, Series, series_color
+from ocms_tui.draw.plot_plan import PlotRequest, Series
+from ocms_tui.draw.plotting import ChartCanvas
+from ocms_tui.draw.series_style import series_color
 
 
 @pytest.mark.parametrize(("rows", "log_y"), [(50, False), (20_000, False), (20_000, True)])

@@ -12,7 +12,7 @@ from ocms_tui.draw import plotext_speedups, plotext_utility_speedups
 
 
 @pytest.mark.slow  # plotext's own code on 150 random lines: about 5 s
-def test_lines_and_dot_groups_match_plotext_onrandom_points() -> None:
+def test_lines_and_dot_groups_match_plotext_on_random_points() -> None:
     rng = random.Random(7)
     for _ in range(150):
         x, y = random_points(rng)
