@@ -4,6 +4,9 @@ Core, no Textual (the ChartPlot widget wraps it; tests and benchmarks use it dir
 series is M4-reduced to the exact pixel width of plotext's canvas before plotext sees it, so
 a build costs the same for 1,000 or 1,000,000 rows and draws the same picture as the full
 series would.
+
+The values a build takes and hands plotext are in draw.plot_plan, plotext's build of a plan
+in draw.plot_render, and what decides a picture without drawing it in draw.plan_key.
 """
 
 from __future__ import annotations
