@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -70,33 +71,34 @@ def test_broken_files_give_whole_lines_of_the_file_or_nothing(tmp_path: Path, da
         assert sample == b""
 
 
-def test_a_file_that_shrank_since_it_was_sized_gives_lines_it_still_has(tmp_path: Path) -> None:
-    data = b"".join(b"%d,0.5,\n" % step for step in range(200_000))
-    path = tmp_path / "loss.csv"
+def _sample_after(path: Path, data: bytes, change: Callable[[], None]) -> bytes:
+    """The sample of `data` (sized as written) after `change` hit the file opened."""
     path.write_bytes(data)
     descriptor = os.open(path, os.O_RDONLY)
     try:
-        os.truncate(path, 10_000 * 9 + 5)  # truncated by its writer after the fstat
-        sample = sample_lines(descriptor, len(data))
+        change()
+        return sample_lines(descriptor, len(data))
     finally:
         os.close(descriptor)
-    kept = data[: 10_000 * 9 + 5]
-    _assert_whole_lines_in_order(sample, kept)
+
+
+ROWS = b"".join(b"%d,0.5,\n" % step for step in range(200_000))
+
+
+def test_a_file_that_shrank_since_it_was_sized_gives_lines_it_still_has(tmp_path: Path) -> None:
+    path = tmp_path / "loss.csv"
+    kept = 10_000 * 9 + 5
+    # Truncated by its writer after the fstat.
+    sample = _sample_after(path, ROWS, lambda: os.truncate(path, kept))
+    _assert_whole_lines_in_order(sample, ROWS[:kept])
 
 
 def test_a_file_replaced_while_sampled_is_sampled_from_the_file_opened(tmp_path: Path) -> None:
-    data = b"".join(b"%d,0.5,\n" % step for step in range(200_000))
-    path = tmp_path / "loss.csv"
-    path.write_bytes(data)
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        replacement = tmp_path / "new.csv"
-        replacement.write_bytes(b"7,7,\n" * 10)
-        os.replace(replacement, path)  # the writer renames a new file over it
-        sample = sample_lines(descriptor, len(data))
-    finally:
-        os.close(descriptor)
-    _assert_whole_lines_in_order(sample, data)
+    path, replacement = tmp_path / "loss.csv", tmp_path / "new.csv"
+    replacement.write_bytes(b"7,7,\n" * 10)
+    # The writer renames a new file over it.
+    sample = _sample_after(path, ROWS, lambda: os.replace(replacement, path))
+    _assert_whole_lines_in_order(sample, ROWS)
     assert sample.splitlines()[-1] == b"199999,0.5,"
 
 
