@@ -26,7 +26,10 @@ from data import Workspace
 from rich.text import Text
 from textual_plotext.plot import Plot
 
-from ocms_tui.draw.plotting import ChartCanvas, Picture, PlotRequest, Series, series_color
+from ocms_tui.draw.plot_plan import PlotRequest, Series
+from ocms_tui.draw.plot_render import Picture
+from ocms_tui.draw.plotting import ChartCanvas
+from ocms_tui.draw.series_style import series_color
 from ocms_tui.follow.model import ChartData, RunModel
 from ocms_tui.widgets.chart_plot import ChartPlot
 

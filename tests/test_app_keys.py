@@ -13,7 +13,8 @@ from rich.text import Text
 from textual.geometry import Region
 from textual.widget import Widget
 
-from ocms_tui.draw.plotting import ChartCanvas, PlotRequest
+from ocms_tui.draw.plot_plan import PlotRequest
+from ocms_tui.draw.plotting import ChartCanvas
 from ocms_tui.follow.model import RunModel
 from ocms_tui.ui.app import OcmsApp
 from ocms_tui.ui.demo import write_demo_run

@@ -18,7 +18,9 @@ from ocms_tui.draw.axis_range import (
     y_axis,
 )
 from ocms_tui.draw.downsample import ema
-from ocms_tui.draw.plotting import ChartCanvas, PlotRequest, Series, series_color
+from ocms_tui.draw.plot_plan import PlotRequest, Series
+from ocms_tui.draw.plotting import ChartCanvas
+from ocms_tui.draw.series_style import series_color
 from ocms_tui.follow.series import ShownSeries
 
 LARGEST = 1.7976931348623157e308

@@ -1,13 +1,12 @@
-"""M4 reduction and debiased EMA: exactness against references, and the same plotext canvas."""
+"""M4 reduction and debiased EMA: exactness against references (the same plotext canvas from
+reduced series: tests/test_plotting.py)."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import numpy as np
 import pytest
-from plotext._figure import _figure_class as PlotextFigure
 
 from ocms_tui.draw.downsample import (
     POLARS_EMA_FROM,
@@ -18,7 +17,6 @@ from ocms_tui.draw.downsample import (
     m4,
     pixel_columns,
 )
-from ocms_tui.draw.plotting import ChartCanvas, PlotRequest, Series, series_color
 from ocms_tui.draw.pyramid import MinMaxPyramid
 
 
@@ -157,68 +155,6 @@ def test_ema_is_debiased_and_rejects_bad_weights() -> None:
         ema(np.arange(3.0), 1.0)
 
 
-def _build(series: list[Series], request: PlotRequest, reduce: bool) -> str | None:
-    return ChartCanvas(PlotextFigure()).build(series, request, reduce=reduce)
-
-
-def _random_walk(rng: np.random.Generator, n: int) -> np.ndarray:
-    walk = np.cumsum(rng.normal(size=n))
-    walk[rng.integers(0, n, size=5)] += rng.normal(scale=80, size=5)  # spikes
-    return walk
-
-
-def _cases() -> dict[str, list[Series]]:
-    rng = np.random.default_rng(7)
-    n = 20_000
-    steps = np.arange(n) * 3
-    sparse = np.full(n, np.nan)
-    sparse[::97] = rng.normal(size=len(sparse[::97]))
-    resumed_steps = np.concatenate([np.arange(0, 12_000), np.arange(9_000, 17_000)])
-    return {
-        "three series with gaps": [
-            Series(steps, _random_walk(rng, n), series_color(0), steps_sorted=True),
-            Series(steps, np.exp(-steps / 20_000.0) + rng.normal(size=n) * 0.02, series_color(1)),
-            Series(steps, sparse, series_color(2), steps_sorted=True),
-        ],
-        "resumed run": [
-            Series(resumed_steps, _random_walk(rng, resumed_steps.size), series_color(0)),
-        ],
-        "positive values": [
-            Series(steps, np.exp(rng.normal(size=n)) * 1e-4, series_color(3), steps_sorted=True),
-        ],
-    }
-
-
-@pytest.mark.parametrize("size", [(80, 20), (52, 14), (120, 30)])
-@pytest.mark.parametrize("case", list(_cases()))
-def test_m4_reduced_series_build_the_same_plotext_canvas(case: str, size: tuple[int, int]) -> None:
-    series = _cases()[case]
-    request = PlotRequest(width=size[0], height=size[1])
-    reduced = _build(series, request, reduce=True)
-    assert reduced is not None
-    assert reduced == _build(series, request, reduce=False)
-
-
-def test_same_canvas_on_a_log_axis_and_a_zoomed_x_range() -> None:
-    series = _cases()["positive values"]
-    for request in (
-        PlotRequest(width=80, height=20, log_y=True),
-        PlotRequest(width=80, height=20, x_range=(30_000.0, 50_000.0)),
-    ):
-        reduced = _build(series, request, reduce=True)
-        assert reduced is not None
-        assert reduced == _build(series, request, reduce=False)
-
-
-def test_reduction_draws_far_fewer_points() -> None:
-    series = _cases()["three series with gaps"]
-    canvas = ChartCanvas(PlotextFigure())
-    canvas.build(series, PlotRequest(width=80, height=20))
-    reduced_points = canvas.points_drawn
-    canvas.build(series, PlotRequest(width=80, height=20), reduce=False)
-    assert reduced_points * 10 < canvas.points_drawn
-
-
 @pytest.mark.parametrize("seed", range(3))
 def test_m4_with_a_memo_gives_the_same_points_and_reduces_only_changed_columns(seed: int) -> None:
     """A series growing a few rows at a time (gaps, ties, infinities), reduced at a fixed
@@ -323,126 +259,3 @@ def test_an_ema_started_in_polars_and_extended_in_numpy_matches_tensorboard(
     finite = np.isfinite(want)
     np.testing.assert_allclose(smoothed[finite], want[finite], rtol=1e-9, atol=0)
     assert state.count == int(np.count_nonzero(np.isfinite(values)))
-
-
-def _views(size: tuple[int, int]) -> list[PlotRequest]:
-    """What view keys ask a panel for, in turn: a first draw, the log axis, a zoomed range,
-    another size (maximise), the zoom reset."""
-    width, height = size
-    return [
-        PlotRequest(width, height),
-        PlotRequest(width, height, log_y=True),
-        PlotRequest(width, height, log_y=True, x_range=(9_000.0, 30_000.0)),
-        PlotRequest(width + 37, height + 11, x_range=(9_000.0, 30_000.0)),
-        PlotRequest(width, height),
-    ]
-
-
-def _with_pyramids(series: list[Series]) -> list[Series]:
-    """`series` as the dashboard hands them over: sorted steps with a pyramid kept."""
-    return [
-        replace(line, pyramid=MinMaxPyramid(), steps_sorted=True)
-        for line in series
-        if line.steps_sorted
-    ]
-
-
-@pytest.mark.parametrize("size", [(80, 20), (52, 14), (158, 37)])
-@pytest.mark.parametrize(
-    ("case", "pyramids"),
-    [(case, False) for case in _cases()]
-    + [(case, True) for case, series in _cases().items() if _with_pyramids(series)],
-)
-def test_a_view_at_a_new_size_or_axis_builds_plotext_once(
-    case: str, size: tuple[int, int], pyramids: bool
-) -> None:
-    """plotext's canvas width follows from our own y labels, so each new view (size, log
-    axis, zoomed range) is one plotext build, not one at a guessed width and another at the
-    real one, and draws what the full series draw."""
-    linear = _with_pyramids(_cases()[case]) if pyramids else _cases()[case]
-    # As the dashboard gives a log axis its series: values <= 0 as gaps, a pyramid of its own.
-    logarithmic = [
-        replace(
-            line,
-            values=np.where(line.values > 0, line.values, np.nan),
-            pyramid=MinMaxPyramid() if line.pyramid else None,
-        )
-        for line in linear
-    ]
-    figure = PlotextFigure()
-    canvas = ChartCanvas(figure)
-    for request in _views(size):
-        series = logarithmic if request.log_y else linear
-        before = canvas.plotext_builds
-        plan = canvas.plan(series, request)
-        assert plan is not None
-        picture = canvas.draw(plan, series)
-        full = _build(series, request, reduce=False)
-        if picture is None:  # nothing drawable in this view (e.g. a log axis of negatives)
-            assert full is None
-            continue
-        assert canvas.plotext_builds - before == 1, request
-        assert len(figure.monitor.matrix.Cols_canvas) == plan.canvas_columns
-        assert picture.ansi() == full
-
-
-def test_a_wrong_frame_is_corrected_once_and_remembered() -> None:
-    """Should plotext's frame not be the width foreseen (the read-back is the fallback), the
-    first build is done again at the real canvas width, and the next views build once."""
-    series = _cases()["positive values"]
-    canvas = ChartCanvas(PlotextFigure())
-    canvas._frame_columns = 5  # a frame plotext does not draw
-    requests = _views((80, 20))
-    builds = []
-    for request in requests:
-        before = canvas.plotext_builds
-        assert canvas.build(series, request) == _build(series, request, reduce=False)
-        builds.append(canvas.plotext_builds - before)
-    assert builds[0] == 2
-    assert builds[1:] == [1] * (len(requests) - 1)
-
-
-class _CountingPyramid(MinMaxPyramid):
-    """A real pyramid that counts the pixel columns it is asked about."""
-
-    columns_asked = 0
-
-    def m4_indices(self, values: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
-        self.columns_asked += len(starts)
-        return super().m4_indices(values, starts, stops)
-
-
-def test_a_view_shown_again_reduces_nothing_again() -> None:
-    """Zoom reset and restore come back to a view drawn before: its M4 columns are kept, so
-    the pyramid is asked nothing, and the picture is still the full series'."""
-    rng = np.random.default_rng(3)
-    steps = np.arange(200_000)
-    pyramid = _CountingPyramid()
-    series = [Series(steps, _random_walk(rng, steps.size), series_color(0), True, pyramid=pyramid)]
-    canvas = ChartCanvas(PlotextFigure())
-    whole, zoomed = PlotRequest(80, 20), PlotRequest(80, 20, x_range=(150_000.0, 199_999.0))
-    maximised = PlotRequest(150, 40)
-    for request in (whole, zoomed, maximised):
-        canvas.build(series, request)
-    for request in (whole, zoomed, maximised):
-        asked = pyramid.columns_asked
-        assert canvas.build(series, request) == _build(series, request, reduce=False)
-        assert pyramid.columns_asked == asked
-
-
-def test_a_prepared_view_is_drawn_without_reducing_again() -> None:
-    """A view prepared ahead (the next zoom) is then drawn with one plotext build, asking the
-    pyramid nothing, and draws what the full series draw."""
-    rng = np.random.default_rng(5)
-    steps = np.arange(300_000)
-    pyramid = _CountingPyramid()
-    series = [Series(steps, _random_walk(rng, steps.size), series_color(0), True, pyramid=pyramid)]
-    canvas = ChartCanvas(PlotextFigure())
-    canvas.build(series, PlotRequest(80, 20))
-    for zoom in (1, 2, 3):
-        zoomed = PlotRequest(80, 20, x_range=(299_999 - 299_999 / 2**zoom, 299_999.0))
-        canvas.prepare(series, zoomed)
-        asked, builds = pyramid.columns_asked, canvas.plotext_builds
-        assert canvas.build(series, zoomed) == _build(series, zoomed, reduce=False)
-        assert pyramid.columns_asked == asked
-        assert canvas.plotext_builds == builds + 1

@@ -4,7 +4,7 @@ question: does the screen now show exactly what a dashboard started fresh on the
 line; only the status line's "last write ... ago" may differ.
 
 A followed plot's x axis keeps head-room past the last step (it grows in steps, see
-`plotting.grown_extent`), which a fresh start has not: so both dashboards end by reading one
+`plot_plan.grown_extent`), which a fresh start has not: so both dashboards end by reading one
 more row per chart far past the last step (the probe), after which both axes end at the same
 place and the pictures must be equal cell for cell.
 

@@ -17,7 +17,8 @@ from rich.text import Text
 from terminal_support import Terminal
 
 from ocms_tui.draw.downsample import ema
-from ocms_tui.draw.plotting import ChartCanvas, PlotRequest, Series
+from ocms_tui.draw.plot_plan import PlotRequest, Series
+from ocms_tui.draw.plotting import ChartCanvas
 from ocms_tui.ui.app import OcmsApp
 from ocms_tui.widgets.chart_panel import ChartPanel
 

@@ -8,7 +8,8 @@ import pytest
 from plotext._figure import _figure_class
 
 from ocms_tui.draw.layer import layer_columns
-from ocms_tui.draw.plotting import ChartCanvas, PlotRequest, Series
+from ocms_tui.draw.plot_plan import PlotRequest, Series
+from ocms_tui.draw.plotting import ChartCanvas
 
 GREY = (118, 118, 118)
 

@@ -1,6 +1,6 @@
-"""Following a run draws only what changed: the x axis that grows in steps, the plan whose
-pixels are already on screen (checked against a real build), and the dashboard that builds
-a plot when a row changes it and skips the build when a row changes no pixel."""
+"""Following a run draws only what changed: the widget shows plotext's text, and the
+dashboard builds a plot when a row changes it and skips the build when a row changes no
+pixel (the canvas's own promises: tests/test_plotting.py)."""
 
 from __future__ import annotations
 
@@ -9,98 +9,15 @@ import random
 from pathlib import Path
 
 import numpy as np
-import pytest
 from app_support import append_rows, wait_for, wait_for_text, write_layout
 from plotext._figure import _figure_class
+from plotext_support import followed_series
 
-from ocms_tui.draw.plotting import (
-    X_HEADROOM,
-    ChartCanvas,
-    PlotRequest,
-    Series,
-    grown_extent,
-    series_color,
-)
-from ocms_tui.draw.pyramid import MinMaxPyramid
+from ocms_tui.draw.plot_plan import PlotRequest
+from ocms_tui.draw.plotting import ChartCanvas
 from ocms_tui.ui.app import OcmsApp
 from ocms_tui.widgets.chart_panel import ChartPanel
 from ocms_tui.widgets.chart_plot import picture_text
-
-
-def test_the_x_axis_grows_in_steps_and_always_holds_every_step() -> None:
-    assert grown_extent((0.0, 1000.0), None) == (0.0, 1000.0)  # first draw: exact
-    grown = grown_extent((0.0, 1001.0), (0.0, 1000.0))
-    assert grown == (0.0, 1001.0 + 1001.0 * X_HEADROOM)  # grew past: headroom
-    assert grown_extent((0.0, 1010.0), grown) == grown  # still fits: unchanged
-    assert grown_extent((0.0, 900.0), grown) == (0.0, 900.0)  # shrank: exact again
-    assert grown_extent((5.0, 1001.0), grown) == (5.0, 1001.0)  # starts elsewhere: exact
-    assert grown_extent((3.0, 3.0), (3.0, 3.0)) == (3.0, 3.0)  # one step
-    rng = np.random.default_rng(2)
-    previous = None
-    high = 10.0
-    for _ in range(2000):
-        high = max(1.0, high + float(rng.choice([0, 1, 3, 40, -300])))
-        extent = grown_extent((0.0, high), previous)
-        # No row hidden, the latest step on the axis, never looser than the headroom.
-        assert extent[0] == 0.0 and high <= extent[1] <= high + high * X_HEADROOM
-        previous = extent
-
-
-def _series(steps: np.ndarray, columns: list[np.ndarray], markers: tuple[str, ...]) -> list[Series]:
-    return [
-        Series(
-            steps,
-            values,
-            series_color(index),
-            steps_sorted=True,
-            marker=marker,
-            pyramid=MinMaxPyramid(),
-        )
-        for index, (values, marker) in enumerate(zip(columns, markers, strict=True))
-    ]
-
-
-@pytest.mark.parametrize(("rows", "log_y"), [(300, False), (20_000, False), (20_000, True)])
-def test_a_plan_said_to_be_on_screen_builds_exactly_the_picture_on_screen(
-    rows: int, log_y: bool
-) -> None:
-    """Rows appended a few at a time, now and then a new highest value: whenever the canvas
-    says the plan is what it shows, a real build of that plan gives the very same text."""
-    rng = np.random.default_rng(rows)
-    total = rows + 400
-    steps = np.arange(total, dtype=np.int64)
-    noisy = np.abs(1.0 + 0.3 * rng.standard_normal(total)) + 0.01
-    walk = np.abs(np.cumsum(rng.standard_normal(total)) * 0.01) + 0.5
-    sparse = np.where(steps % 50 == 0, 1.5 + rng.random(total), np.nan)
-    markers = ("braille", "braille", "+")
-    request = PlotRequest(51, 14, log_y=log_y, theme="textual-dark")
-    canvas, reference = ChartCanvas(_figure_class()), ChartCanvas(_figure_class())
-    shown = None
-    skipped = built = spikes_seen = 0
-    end = rows
-    while end < total:
-        end = min(total, end + int(rng.integers(1, 6)))
-        spike = rng.random() < 0.1
-        if spike:
-            noisy[end - 1] = 10.0 * (1 + spikes_seen)  # a new highest value: a new picture
-            spikes_seen += 1
-        series = _series(steps[:end], [noisy[:end], walk[:end], sparse[:end]], markers)
-        plan = canvas.plan(series, request)
-        assert plan is not None
-        if shown is not None and canvas.shows(plan):
-            assert not spike
-            skipped += 1
-            rebuilt = reference.draw(plan, series)
-            assert rebuilt is not None and rebuilt.ansi() == shown
-        else:
-            picture = canvas.draw(plan, series)
-            assert picture is not None
-            shown = picture.ansi()
-            built += 1
-        assert canvas.drawn is not None and canvas.drawn.data_through == end - 1
-    assert built > spikes_seen
-    if rows >= 20_000:  # most new rows of a long run light no other pixel
-        assert skipped > built
 
 
 def test_the_widget_text_is_plotexts_text() -> None:
@@ -108,7 +25,9 @@ def test_the_widget_text_is_plotexts_text() -> None:
 
     rng = np.random.default_rng(4)
     steps = np.arange(5000)
-    series = _series(steps, [rng.standard_normal(5000) + i for i in range(3)], ("braille",) * 3)
+    series = followed_series(
+        steps, [rng.standard_normal(5000) + i for i in range(3)], ("braille",) * 3
+    )
     for theme in ("textual-dark", "textual-light", "pro", None):
         canvas = ChartCanvas(_figure_class())
         plan = canvas.plan(series, PlotRequest(60, 16, theme=theme))

@@ -22,8 +22,10 @@ from format_support import format_problems
 
 from ocms_tui.follow import model as model_module
 from ocms_tui.follow import session as session_module
+from ocms_tui.follow.chart_file import FileState
 from ocms_tui.follow.model import RunModel
-from ocms_tui.follow.reader import PREVIEW_BLOCK_BYTES, PREVIEW_BLOCKS, CsvFollower, FileState
+from ocms_tui.follow.preview_sample import PREVIEW_BLOCK_BYTES, PREVIEW_BLOCKS
+from ocms_tui.follow.reader import CsvFollower
 from ocms_tui.follow.session import FollowSession
 from ocms_tui.format.problems import Rule
 from ocms_tui.ui.app import OcmsApp

@@ -11,7 +11,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ocms_tui.follow.reader import MAX_LINE_BYTES, CsvFollower, FileState
+from ocms_tui.follow.chart_file import FileState
+from ocms_tui.follow.line_blocks import MAX_LINE_BYTES
+from ocms_tui.follow.reader import CsvFollower
 from ocms_tui.format.parse import ParsedRows, concat_parsed
 from ocms_tui.format.problems import Rule
 
@@ -227,3 +229,84 @@ def test_any_chunking_of_writes_gives_the_same_rows(
     parts.extend(incremental.poll().parts)
     assert _rows(parts) == expected
     assert incremental.context.problems.summary() == whole.context.problems.summary()
+
+
+def _problems(follower: CsvFollower) -> list[tuple[str, int | None]]:
+    return [(problem.rule.value, problem.line) for problem in follower.problems]
+
+
+def test_nul_bytes_are_reported_at_their_line_and_lose_no_other_row(tmp_path: Path) -> None:
+    """A crash before a flush can leave a hole of NUL bytes where a row was."""
+    (tmp_path / "loss.csv").write_bytes(
+        b"1,0.5,\n\x00\x00\x00,0.1,\n" + b"\x00" * 8 + b"\n4,0.4,\n5,0.5\x00,\n6,0.6,\n"
+    )
+    follower = _follower(tmp_path)
+    result = follower.poll()
+    # Row 5 keeps its step; its unreadable value is a gap.
+    assert _rows(result.parts) == [(1, 0.5, None), (4, 0.4, None), (5, None, None), (6, 0.6, None)]
+    assert _problems(follower) == [("bad-step", 2), ("row-width", 3), ("bad-value", 5)]
+
+
+def test_rows_separated_by_lone_crs_are_one_unfinished_line_then_one_problem(
+    tmp_path: Path,
+) -> None:
+    csv = tmp_path / "loss.csv"
+    csv.write_bytes(b"1,0.5,\r2,0.4,\r3,")
+    follower = _follower(tmp_path)
+    assert follower.poll().rows == 0
+    assert follower.partial_line and follower.lone_carriage_return_in_tail
+    with csv.open("ab") as handle:
+        handle.write(b"0.3,\n4,0.2,\n")
+    result = follower.poll()
+    assert _rows(result.parts) == [(4, 0.2, None)]
+    assert _problems(follower) == [("lone-cr", 1)]
+    assert not follower.lone_carriage_return_in_tail
+
+
+def test_a_file_shrinking_between_budgeted_reads_is_read_again_from_its_start(
+    tmp_path: Path,
+) -> None:
+    csv = tmp_path / "loss.csv"
+    csv.write_bytes(b"".join(b"%d,0.5,\n" % i for i in range(100_000)))
+    follower = _follower(tmp_path)
+    first = follower.poll(budget_bytes=64 * 1024)
+    assert first.more and 0 < first.rows < 100_000
+    with csv.open("r+b") as handle:  # truncated in place below what was read
+        handle.truncate(len(b"".join(b"%d,0.5,\n" % i for i in range(100))) + 3)
+    result = follower.poll(budget_bytes=64 * 1024)
+    assert result.reset and not result.more and follower.partial_line
+    assert [row[0] for row in _rows(result.parts)] == list(range(100))
+
+
+def test_a_file_replaced_between_budgeted_reads_is_read_whole_and_alone(tmp_path: Path) -> None:
+    csv = tmp_path / "loss.csv"
+    csv.write_bytes(b"".join(b"%d,0.5,\n" % i for i in range(100_000)))
+    follower = _follower(tmp_path)
+    assert follower.poll(budget_bytes=64 * 1024).more
+    replacement = tmp_path / "loss.csv.tmp"
+    replacement.write_bytes(b"".join(b"%d,0.25,0.75\n" % i for i in range(5, 90_000)))
+    os.replace(replacement, csv)
+    parts: list[ParsedRows] = []
+    resets = 0
+    while True:
+        result = follower.poll(budget_bytes=64 * 1024)
+        resets += result.reset
+        parts += result.parts
+        if not result.more:
+            break
+    rows = _rows(parts)
+    assert resets == 1 and len(rows) == 90_000 - 5
+    assert rows[0] == (5, 0.25, 0.75) and rows[-1] == (89_999, 0.25, 0.75)
+    assert _problems(follower) == []
+
+
+def test_a_file_truncated_to_nothing_and_written_again_keeps_no_old_row(tmp_path: Path) -> None:
+    csv = tmp_path / "loss.csv"
+    csv.write_bytes(b"1,0.5,\n2,0.4,\n")
+    follower = _follower(tmp_path)
+    assert follower.poll().rows == 2
+    csv.write_bytes(b"")
+    emptied = follower.poll()
+    assert emptied.reset and emptied.rows == 0
+    csv.write_bytes(b"9,0.9,\n")
+    assert _rows(follower.poll().parts) == [(9, 0.9, None)]

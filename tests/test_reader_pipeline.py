@@ -8,6 +8,7 @@ from ocms_recorder import write_layout
 
 import ocms_tui.follow.reader as reader_module
 import ocms_tui.format.parse as parse_module
+from ocms_tui.follow.line_blocks import MAX_LINE_BYTES
 from ocms_tui.follow.model import RunModel
 from ocms_tui.follow.reader import CsvFollower
 from ocms_tui.format.parse import ChunkContext, concat_parsed, parse_exact
@@ -73,7 +74,7 @@ def test_rows_and_line_numbers_survive_blocks_read_ahead_and_a_line_too_long(
     monkeypatch.setattr(parse_module, "BACKGROUND_MIN_BYTES", 64 * 1024)
     lines = _clean_rows(0, 60_000)
     lines[25_000] = b"25000,oops,,1.5"  # in the second block
-    huge = b"60000," + b"9" * (reader_module.MAX_LINE_BYTES + 10) + b",,"
+    huge = b"60000," + b"9" * (MAX_LINE_BYTES + 10) + b",,"
     after = _clean_rows(60_001, 30_000)
     after[12_345] = b"72346,1.5,,x"
     (tmp_path / "loss.csv").write_bytes(b"\n".join([*lines, huge, *after]) + b"\n")

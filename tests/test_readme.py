@@ -10,8 +10,8 @@ import pytest
 import test_reliability_hostile as hostile
 from ocms_recorder import MAX_CHARTS, MAX_SERIES_PER_CHART
 
+from ocms_tui.follow.line_blocks import MAX_LINE_BYTES
 from ocms_tui.follow.model import MAX_DIRECTORY_ENTRIES
-from ocms_tui.follow.reader import MAX_LINE_BYTES
 from ocms_tui.follow.runs import MAX_DIRECTORIES_SEARCHED, MAX_SEARCH_DEPTH
 from ocms_tui.format.problems import MAX_PROBLEMS_PER_RULE_AND_FILE
 from ocms_tui.format.schema import MAX_METRICS_JSON_BYTES

@@ -11,8 +11,8 @@ import numpy as np
 from app_support import append_rows, wait_for, wait_for_text, write_layout
 
 from ocms_tui.draw.downsample import m4
-from ocms_tui.draw.plotting import EARLIER_PASS_MARKER, MARKER
 from ocms_tui.draw.pyramid import MinMaxPyramid
+from ocms_tui.draw.series_style import EARLIER_PASS_MARKER, MARKER
 from ocms_tui.follow.series import (
     MAX_KEPT_PASSES,
     SeriesStore,

@@ -11,7 +11,7 @@ from textual.app import App, ComposeResult
 from textual.content import Content
 from textual.visual import Visual
 
-from ocms_tui.draw.plotting import series_color, series_marker
+from ocms_tui.draw.series_style import series_color, series_marker
 from ocms_tui.follow.model import SeriesStats
 from ocms_tui.ui.app import OcmsApp
 from ocms_tui.widgets.chart_panel import ChartPanel

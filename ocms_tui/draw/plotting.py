@@ -4,53 +4,44 @@ Core, no Textual (the ChartPlot widget wraps it; tests and benchmarks use it dir
 series is M4-reduced to the exact pixel width of plotext's canvas before plotext sees it, so
 a build costs the same for 1,000 or 1,000,000 rows and draws the same picture as the full
 series would.
+
+The values a build takes and hands plotext are in draw.plot_plan, plotext's build of a plan
+in draw.plot_render, and what decides a picture without drawing it in draw.plan_key.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
-import plotext._utility as plotext_utility
 
 from ocms_tui.draw import plotext_speedups
 from ocms_tui.draw.axis_range import YAxis, y_axis
 from ocms_tui.draw.downsample import M4Memo, SharedColumns, m4
 from ocms_tui.draw.layer import LayerColumns, layer_columns, layer_pixels
-from ocms_tui.draw.pyramid import MinMaxPyramid
-from ocms_tui.draw.ticks import log_ticks, nice_ticks, spaced_ticks, tick_count, tick_labels
+from ocms_tui.draw.plan_key import frame, plan_key
+from ocms_tui.draw.plot_plan import (
+    Y_AXIS_FRAME_ROWS,
+    Plan,
+    PlotLine,
+    PlotRequest,
+    Series,
+    Ticks,
+    View,
+    choose_y_ticks,
+    grown_extent,
+    label_width,
+    x_extent,
+)
+from ocms_tui.draw.plot_render import Picture, render
+from ocms_tui.draw.series_style import MARKER, MARKER_PIXELS_PER_COLUMN, RGB
+from ocms_tui.draw.ticks import nice_ticks, tick_labels
 
-# plotext's line and braille helpers in numpy: the same characters, a third of the time.
-plotext_speedups.install()
-
-RGB = tuple[int, int, int]
 KeyT = TypeVar("KeyT")
 ValueT = TypeVar("ValueT")
 
-# Series colours that read on light and dark backgrounds; legend and plot use the same ones.
-PALETTE: tuple[RGB, ...] = (
-    (0, 130, 200),
-    (230, 25, 75),
-    (60, 180, 75),
-    (245, 130, 48),
-    (145, 30, 180),
-    (0, 160, 160),
-    (200, 160, 0),
-    (240, 50, 230),
-)
-
-MARKER = "braille"
-MARKER_PIXELS_PER_COLUMN = 2  # braille: 2 dots across, 4 down (plotext's marker_factor)
-# When runs are overlaid, colour names the run and the marker the series: a run's first
-# series is a fine braille line, its others lines of coarser characters (one per column).
-SERIES_MARKERS = (MARKER, "•", "+", "x", "*", "o", "#", "%")
-# A run that started again: earlier passes over the steps are drawn in this lighter
-# character, in the series' colour, so the latest pass stands out and no line goes back.
-EARLIER_PASS_MARKER = "·"
 # plotext's canvas is the plot's width less its frame (the y axis lines, left and right: 2
 # columns) and the longest y tick label. We choose the labels, so the canvas width follows
 # from them and plotext builds once for it; its real width is still read back after each
@@ -62,173 +53,6 @@ _FRAME_AND_LABEL_GUESS = 8
 # that comes back to a view (zoom reset, restore after maximise) or goes to one prepared
 # ahead (the next zoom) reduces nothing again.
 _KEPT_VIEWS = 6
-Y_CELLS_PER_TICK = 2  # about a y label every other row (spaced_ticks keeps them apart)
-Y_AXIS_FRAME_ROWS = 3  # rows of a plot that are not canvas: frame top and bottom, x labels
-
-
-def series_color(index: int) -> RGB:
-    return PALETTE[index % len(PALETTE)]
-
-
-def series_marker(index: int) -> str:
-    return SERIES_MARKERS[index % len(SERIES_MARKERS)]
-
-
-@dataclass(frozen=True)
-class Series:
-    """One line: x = steps, y = values (NaN = gap), drawn in `color`."""
-
-    steps: np.ndarray
-    values: npt.NDArray[np.float64]
-    color: RGB
-    steps_sorted: bool = False  # a promise that steps never decrease: cheaper extents and M4
-    marker: str = MARKER
-    pyramid: MinMaxPyramid | None = None  # kept for `values`: M4 in O(pixels x log n)
-    rows: tuple[int, int] | None = None  # draw only these rows [start, stop): one pass
-    # Part of the background layer: every layer series is drawn as one picture of the
-    # pixels their lines light, in one colour (runs drawn muted behind the leading ones).
-    layer: bool = False
-
-    @property
-    def drawn_steps(self) -> np.ndarray:
-        return self.steps if self.rows is None else self.steps[self.rows[0] : self.rows[1]]
-
-    @property
-    def drawn_values(self) -> npt.NDArray[np.float64]:
-        return self.values if self.rows is None else self.values[self.rows[0] : self.rows[1]]
-
-    @property
-    def pixels_per_column(self) -> int:
-        return MARKER_PIXELS_PER_COLUMN if self.marker == MARKER else 1
-
-
-@dataclass(frozen=True)
-class PlotRequest:
-    """What to build: the widget's size in cells and the view settings."""
-
-    width: int
-    height: int
-    log_y: bool = False
-    x_range: tuple[float, float] | None = None
-    theme: str | None = None
-
-
-def x_extent(series: list[Series]) -> tuple[float, float] | None:
-    """The steps the x axis spans: every step of the chart, gaps included (as a step axis
-    should), so sorted steps cost no pass over the data."""
-    lows, highs = [], []
-    for line in series:
-        steps = line.drawn_steps
-        if steps.size == 0:
-            continue
-        if line.steps_sorted:
-            lows.append(float(steps[0]))
-            highs.append(float(steps[-1]))
-        else:
-            lows.append(float(steps.min()))
-            highs.append(float(steps.max()))
-    return (min(lows), max(highs)) if lows else None
-
-
-# While rows arrive the x axis ends this share of its span past the last step, and keeps
-# that end until the rows reach it: a new row then changes the last pixel column at most,
-# not every column's M4 bucket, so most new rows at 1M change no pixel and cost no build.
-X_HEADROOM = 1 / 64
-ANSI_END = "\x1b[0m"  # plotext closes every run of one colour with it
-
-
-def grown_extent(
-    data: tuple[float, float], previous: tuple[float, float] | None
-) -> tuple[float, float]:
-    """The x axis for steps spanning `data`, given the axis drawn before. It always holds
-    every step (none hidden, the latest shown). Unchanged while the steps still fit and it
-    is no looser than X_HEADROOM; when the steps grow past it, it ends X_HEADROOM of the span
-    past the last step; anything else (a first draw, steps that shrank or start elsewhere)
-    gets the exact span of the steps."""
-    low, high = data
-    if previous is None or previous[0] != low or not high > low:
-        return data
-    headroom = (high - low) * X_HEADROOM
-    if high <= previous[1] <= high + headroom:
-        return previous
-    if previous[1] < high:
-        return (low, high + headroom)
-    return data
-
-
-@dataclass(frozen=True)
-class PlotLine:
-    """One series as plotext is given it: the points (M4-reduced, y as the axis draws it),
-    as the lists plotext takes and as the float64 arrays they were made from."""
-
-    marker: str
-    color: RGB
-    steps: list[float]
-    values: list[float]
-    step_array: npt.NDArray[np.float64] = field(compare=False, repr=False)
-    value_array: npt.NDArray[np.float64] = field(compare=False, repr=False)
-    scatter: bool = False  # points, not a line through them (the background layer)
-
-
-Ticks = tuple[tuple[float, ...], tuple[str, ...]]
-"""Tick positions and their labels."""
-
-
-@dataclass(frozen=True)
-class Plan:
-    """Everything plotext is given for one build; equal plans draw equal pictures."""
-
-    request: PlotRequest
-    extent: tuple[float, float]  # the x axis
-    data_through: float  # the last step of the data (the axis may end a little later)
-    canvas_columns: int | None  # the width M4 reduced for (None: the full series)
-    x_ticks: Ticks | None
-    y_ticks: Ticks | None
-    plotext_log: bool
-    lines: tuple[PlotLine, ...]
-
-    @property
-    def points(self) -> int:
-        return sum(len(line.values) for line in self.lines)
-
-
-View = tuple[float, float, int]
-"""An x range and the canvas columns it is drawn on."""
-
-Run = tuple[str, str]
-"""Cells of one colour: their characters and the ANSI code plotext opens them with."""
-
-
-@dataclass(frozen=True)
-class Picture:
-    """A built chart: plotext's finished character matrix as runs of one colour per row,
-    top row first. `ansi()` is the very text plotext's `build()` returns."""
-
-    rows: tuple[tuple[Run, ...], ...]
-
-    def ansi(self) -> str:
-        return "".join(
-            "".join(f"{code}{chars}{ANSI_END}" for chars, code in row) + "\n" for row in self.rows
-        )
-
-
-def _picture(matrix: Any) -> Picture:
-    """plotext's matrix as runs, split where plotext's `set_canvas` changes colour."""
-    rows = []
-    for row in reversed(range(matrix.rows)):
-        markers = matrix.marker[row]
-        colors = list(
-            zip(matrix.fullground[row], matrix.style[row], matrix.background[row], strict=True)
-        )
-        runs: list[Run] = []
-        start = 0
-        for column in range(1, len(markers) + 1):
-            if column == len(markers) or colors[column] != colors[start]:
-                code = plotext_utility.colors_to_ansi(*colors[start])
-                runs.append(("".join(markers[start:column]), code))
-                start = column
-        rows.append(tuple(runs))
-    return Picture(tuple(rows))
 
 
 class ChartCanvas:
@@ -310,7 +134,7 @@ class ChartCanvas:
             return False
         # First what needs no pixels: a followed run's x axis grows every few reads, and
         # then the pixels (most of a key) need not be mapped for either picture.
-        if plan.canvas_columns != columns or _frame(plan) != _frame(drawn):
+        if plan.canvas_columns != columns or frame(plan) != frame(drawn):
             return False
         if self._drawn_key is None:
             self._drawn_key = self._key(drawn, columns)
@@ -363,7 +187,7 @@ class ChartCanvas:
         self._canvas_rows = len(self.figure.monitor.matrix.Rows_canvas)
         if plan.canvas_columns is not None and columns != plan.canvas_columns:
             if columns > 0 and plan.y_ticks is not None:
-                self._frame_columns = request.width - _label_width(plan.y_ticks[1]) - columns
+                self._frame_columns = request.width - label_width(plan.y_ticks[1]) - columns
             # M4 keeps the y range (so the labels) at any width: this build has exactly the
             # canvas the reduction assumed.
             plan = self._plan(series, request, plan.extent, plan.data_through, columns)
@@ -404,7 +228,7 @@ class ChartCanvas:
         """plotext's canvas width with these y labels (None: plotext labels the axis)."""
         if y_ticks is None:
             return None
-        return max(0, request.width - self._frame_columns - _label_width(y_ticks[1]))
+        return max(0, request.width - self._frame_columns - label_width(y_ticks[1]))
 
     def _reduced_plan(
         self,
@@ -444,7 +268,7 @@ class ChartCanvas:
             return Plan(request, extent, data_through, canvas_columns, x_ticks, None, False, ())
         # M4 keeps each column's extremes, so the reduced values span the full y range.
         axis = y_axis(all_values, request.log_y)
-        y_ticks = _y_ticks(all_values, request, axis)
+        y_ticks = choose_y_ticks(all_values, request, axis)
         lines = []
         if columns:
             assert canvas_columns is not None
@@ -461,7 +285,7 @@ class ChartCanvas:
                 lines.append(layer)
         for line, steps, values in drawable:
             # Steps as floats: plotext turns them into floats anyway, and float lists take
-            # the numpy path of plotext_speedups.get_matrix_data.
+            # the numpy path of plotext_utility_speedups.get_matrix_data.
             step_array, value_array = steps.astype(np.float64), axis.drawn(values)
             lines.append(
                 PlotLine(
@@ -617,35 +441,11 @@ class ChartCanvas:
         if not plan.lines:
             return None
         self.plotext_builds += 1
-        figure = self.figure
-        request = plan.request
-        plotext_speedups.clear_plot(figure)  # figure.clear_figure(), for a tenth of a build less
-        # plotext clamps a figure to the terminal it runs in; a widget (or a headless
-        # snapshot) has its own size. plotext offers no public per-figure switch.
-        figure._limit_size(False, False)
-        figure.plotsize(request.width, request.height)
-        if request.theme is not None:
-            figure.theme(request.theme)
-        if plan.x_ticks is not None:
-            figure.xlim(*plan.extent)
-            figure.xticks(list(plan.x_ticks[0]), list(plan.x_ticks[1]))
-        if plan.plotext_log:
-            figure.yscale("log")
-        if plan.y_ticks is not None:
-            figure.yticks(list(plan.y_ticks[0]), list(plan.y_ticks[1]))
-        for line in plan.lines:
-            draw = figure.scatter if line.scatter else figure.plot
-            draw(line.steps, line.values, marker=line.marker, color=line.color)
-        # plotext's build without its last step (the matrix as one ANSI string): the runs
-        # of one colour are read off the matrix instead.
-        figure._set_sizes()
-        figure._build_matrix()
-        return _picture(figure.monitor.matrix)
+        return render(self.figure, plan)
 
     def _key(self, plan: Plan, canvas_columns: int) -> tuple[Any, ...]:
-        """What decides the picture of `plan` on a canvas `canvas_columns` wide: plotext's
-        inputs except the points, and instead of the points, the pixels their lines light.
-        Kept with the plan: a plan checked by `shows()` and then drawn is keyed once."""
+        """`plan_key` of `plan` on this canvas, kept with the plan: a plan checked by
+        `shows()` and then drawn is keyed once."""
         cached = self._keyed
         if (
             cached is not None
@@ -653,34 +453,7 @@ class ChartCanvas:
             and cached[1] == (canvas_columns, self._canvas_rows)
         ):
             return cached[2]
-        # plotext's own arithmetic: its helpers, or the numpy ones proven equal to them.
-        faster = plotext_speedups
-        if plan.plotext_log:  # plotext's log10, value by value (numpy's may differ by an ulp)
-            values = [np.array(plotext_utility.log(line.values)) for line in plan.lines]
-        else:
-            values = [line.value_array for line in plan.lines]
-        y_limits = faster.limits(values)
-        if plan.x_ticks is not None:  # the x axis was set (see _render)
-            x_limits = [float(plan.extent[0]), float(plan.extent[1])]
-        else:
-            x_limits = faster.limits([line.step_array for line in plan.lines])
-        lit = []
-        for line, shown in zip(plan.lines, values, strict=True):
-            across = plotext_utility.marker_factor(line.marker, 2, 2, 2)
-            down = plotext_utility.marker_factor(line.marker, 2, 3, 4)
-            width, height = canvas_columns * across, self._canvas_rows * down
-            x = faster.matrix_pixels(line.step_array, x_limits, width)
-            y = faster.matrix_pixels(shown, y_limits, height)
-            if not line.scatter:
-                x, y, _ = faster.line_pixels(x, y)
-            lit.append((line.marker, line.color, line.scatter, _lit_pixels(x, y, width, height)))
-        key = (
-            *_frame(plan),
-            tuple(y_limits),
-            canvas_columns,
-            self._canvas_rows,
-            tuple(lit),
-        )
+        key = plan_key(plan, canvas_columns, self._canvas_rows)
         self._keyed = (plan, (canvas_columns, self._canvas_rows), key)
         return key
 
@@ -688,31 +461,6 @@ class ChartCanvas:
 def _address(array: np.ndarray) -> int:
     """Where an array's data starts: equal for two views of the same unchanged buffer."""
     return int(array.__array_interface__["data"][0])
-
-
-def _frame(plan: Plan) -> tuple[Any, ...]:
-    """The part of a plan's key (`ChartCanvas._key`) that needs no pixel mapped."""
-    request = plan.request
-    return (
-        request.width,
-        request.height,
-        request.theme,
-        request.log_y,
-        plan.plotext_log,
-        tuple(plan.extent),
-        plan.x_ticks,
-        plan.y_ticks,
-    )
-
-
-def _lit_pixels(x: np.ndarray, y: np.ndarray, width: int, height: int) -> bytes:
-    """The set of pixels (x, y) as bytes: a bitmap of the canvas, then any pixel outside it
-    (sorted), so that equal sets give equal bytes."""
-    inside = (x >= 0) & (x < width) & (y >= 0) & (y < height)
-    bitmap = np.zeros(width * height, dtype=bool)
-    bitmap[x[inside] * height + y[inside]] = True
-    outside = np.unique(x[~inside] * (height + 1) + y[~inside]) if not inside.all() else x[:0]
-    return np.packbits(bitmap).tobytes() + outside.tobytes()
 
 
 def _keep_latest(recent: dict[KeyT, ValueT], key: KeyT, value: ValueT) -> ValueT:
@@ -723,40 +471,3 @@ def _keep_latest(recent: dict[KeyT, ValueT], key: KeyT, value: ValueT) -> ValueT
     while len(recent) > _KEPT_VIEWS:
         del recent[next(iter(recent))]
     return value
-
-
-def _y_ticks(
-    values: list[npt.NDArray[np.float64]], request: PlotRequest, axis: YAxis
-) -> Ticks | None:
-    """The y ticks and labels given to plotext for series with these finite `values` on
-    `axis`; None leaves the labels to plotext."""
-    if axis.ticks:
-        return axis.ticks, axis.labels
-    # A plain axis: round, short ticks instead of plotext's own.
-    ticks = _value_ticks(_finite_range(values), request)
-    return (tuple(ticks), tuple(tick_labels(ticks))) if ticks else None
-
-
-def _label_width(labels: tuple[str, ...]) -> int:
-    """Columns plotext gives the y labels: the longest (it pads the others to it)."""
-    return max(map(len, labels), default=0)
-
-
-def _finite_range(arrays: list[np.ndarray]) -> tuple[float, float]:
-    low, high = math.inf, -math.inf
-    for values in arrays:
-        finite = values[np.isfinite(values)]
-        if finite.size:
-            low, high = min(low, float(finite.min())), max(high, float(finite.max()))
-    return low, high
-
-
-def _value_ticks(value_range: tuple[float, float], request: PlotRequest) -> list[float]:
-    """Round, short y ticks (plotext's own are long and uneven: 0.00003000, 0.00001301)."""
-    low, high = value_range
-    if not low <= high:
-        return []  # nothing drawn
-    rows = request.height - Y_AXIS_FRAME_ROWS
-    count = tick_count(rows, Y_CELLS_PER_TICK)
-    ticks = log_ticks(low, high, count) if request.log_y else nice_ticks(low, high, count)
-    return spaced_ticks(ticks, low, high, rows, log=request.log_y)

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 from ocms_recorder import CSV_SUFFIX, METRICS_JSON
 
+from ocms_tui.follow.chart_file import FileState, resolve_inside
 from ocms_tui.follow.health import (
     STALL_INTERVALS,
     STALL_MIN_SECONDS,
@@ -25,7 +26,8 @@ from ocms_tui.follow.health import (
     stalled_for,
 )
 from ocms_tui.follow.picture import PictureTally, picture_problems
-from ocms_tui.follow.reader import CsvFollower, FileState, Preview, resolve_inside
+from ocms_tui.follow.preview_sample import Preview
+from ocms_tui.follow.reader import CsvFollower
 from ocms_tui.follow.series import SeriesStats, SeriesStore, ShownSeries
 from ocms_tui.format.directories import DirectoryProblem, directory_problem
 from ocms_tui.format.parse import ParsedRows

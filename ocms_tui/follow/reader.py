@@ -6,7 +6,6 @@ No Textual here: the dashboard, the checker and the benchmarks all use this clas
 from __future__ import annotations
 
 import ctypes
-import errno
 import functools
 import os
 import stat
@@ -14,11 +13,11 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 
-import numpy as np
-
+from ocms_tui.follow.chart_file import FileState, open_chart_file
+from ocms_tui.follow.line_blocks import MAX_LINE_BYTES, long_line_spans, up_to_last_newline
+from ocms_tui.follow.preview_sample import Preview, sample_lines
 from ocms_tui.format.parse import (
     ChunkContext,
     NativeParse,
@@ -31,16 +30,7 @@ from ocms_tui.format.problems import Problem, ProblemCollector, Rule
 
 # Big enough that polars' per-call cost vanishes, small enough to keep the peak of a load low.
 READ_BLOCK_BYTES = 8 * 1024 * 1024
-# No legitimate row is anywhere near this long; past it the line is skipped unread.
-MAX_LINE_BYTES = 1024 * 1024
 _FINGERPRINT_BYTES = 64
-_PROBE_BYTES = 4096
-# A large file's first screen is drawn from a sample: this many evenly spaced windows (the
-# last one the file's end, for the latest row) of this many bytes, whole lines only. About
-# 60 rows per window and a few hundred windows: more than one per pixel column of any plot,
-# and one polars call of PREVIEW_BLOCKS * PREVIEW_BLOCK_BYTES (1 MiB) per chart.
-PREVIEW_BLOCKS = 256
-PREVIEW_BLOCK_BYTES = 4096
 # Blocks read ahead of the one being finished: the native parser always has the next block
 # while this thread checks and stores the one before.
 READ_AHEAD_BLOCKS = 2
@@ -56,25 +46,7 @@ class _Block:
     end: int  # file offset just past the block
 
 
-class FileState(Enum):
-    OK = "ok"
-    MISSING = "missing"
-    NOT_A_FILE = "not-a-file"
-    OUTSIDE = "outside"  # a symlink that leads out of the metrics directory
-    UNREADABLE = "unreadable"
-
-
 RowSink = Callable[[ParsedRows], None]
-
-
-@dataclass(frozen=True)
-class Preview:
-    """Rows sampled across a file that is still to be read: its whole step range and its
-    latest row, not every row. Problems in it are not reported (they are found, with their
-    line numbers, by the full read)."""
-
-    rows: ParsedRows
-    identity: tuple[int, int]  # (st_dev, st_ino) of the file sampled
 
 
 @dataclass
@@ -86,112 +58,6 @@ class ReadResult:
     rows: int = 0
     more: bool = False  # bytes are left to read (a budget or a settling file stopped this poll)
     held: bool = False  # the file's first row does not fit the schema yet; looked at again later
-
-
-def resolve_inside(directory: Path, name: str) -> tuple[Path | None, FileState]:
-    """The path of `name` in `directory`, unless a symlink leads outside it.
-
-    Runs on every refresh of every chart, so the usual case (a plain name that is not a
-    symlink) costs one lstat; a symlink has its real path checked.
-    """
-    candidate = directory / name
-    if name not in ("", ".", "..") and os.sep not in name:
-        try:
-            if not stat.S_ISLNK(os.lstat(candidate).st_mode):
-                return candidate, FileState.OK
-        except FileNotFoundError:
-            return None, FileState.MISSING
-        except OSError:
-            return None, FileState.UNREADABLE
-    try:
-        real = Path(os.path.realpath(candidate, strict=True))
-    except FileNotFoundError:
-        return None, FileState.MISSING
-    except (OSError, RuntimeError):  # a symlink loop
-        return None, FileState.UNREADABLE
-    real_directory = Path(os.path.realpath(directory))
-    if real.parent != real_directory and real_directory not in real.parents:
-        return None, FileState.OUTSIDE
-    return real, FileState.OK
-
-
-def _long_line_spans(complete: bytes) -> list[tuple[int, int]]:
-    """(start, end past the newline) of every line longer than MAX_LINE_BYTES."""
-    half = MAX_LINE_BYTES // 2
-    # Any line over the cap contains a whole aligned half-window without a newline,
-    # so a chunk where every half-window has one (the normal case) costs a few finds.
-    if all(
-        complete.find(b"\n", window, window + half) >= 0
-        for window in range(0, len(complete) - half + 1, half)
-    ):
-        return []
-    newlines = np.flatnonzero(np.frombuffer(complete, dtype=np.uint8) == ord("\n"))
-    starts = np.concatenate(([0], newlines[:-1] + 1))
-    lengths = newlines - starts
-    return [
-        (int(starts[i]), int(newlines[i]) + 1) for i in np.flatnonzero(lengths > MAX_LINE_BYTES)
-    ]
-
-
-def _up_to_last_newline(descriptor: int, offset: int, length: int) -> int:
-    """`length`, shortened to end just past the last newline in its final few kilobytes.
-
-    A block that ends on a line boundary is parsed as read; cutting the unfinished line off
-    afterwards would copy the whole block (and fault in fresh pages for the copy).
-    """
-    probe_start = max(offset, offset + length - _PROBE_BYTES)
-    probe = os.pread(descriptor, offset + length - probe_start, probe_start)
-    newline = probe.rfind(b"\n")
-    return length if newline < 0 else probe_start + newline + 1 - offset
-
-
-def _will_need(descriptor: int, starts: list[int], length: int) -> None:
-    """Ask the kernel for these byte ranges at once, before they are read one by one: on a
-    file not in the page cache (a run written days ago), the sample's few hundred reads
-    then wait for one batch of disk reads instead of a disk read each (6 x 1,000,000 rows
-    out of the page cache: first paint 0.85 -> 0.75 s, medians of 3 launches in tmux). Only
-    advice: any error is ignored and the reads go on as they would."""
-    advise = getattr(os, "posix_fadvise", None)
-    if advise is None:
-        return
-    try:
-        for start in starts:
-            advise(descriptor, max(0, start - 1), length, os.POSIX_FADV_WILLNEED)
-    except OSError:
-        pass
-
-
-def _sample_lines(descriptor: int, size: int) -> bytes:
-    """Whole lines from PREVIEW_BLOCKS evenly spaced windows of the file's `size` bytes, the
-    last window ending at the file's end, in file order and without overlap. A window's cut
-    first line and its unfinished last line are left out, so every line kept is a line of
-    the file; a window without a complete line (one huge line) adds nothing."""
-    starts = [
-        max(0, size - PREVIEW_BLOCK_BYTES) * block // (PREVIEW_BLOCKS - 1)
-        for block in range(PREVIEW_BLOCKS)
-    ]
-    _will_need(descriptor, starts, PREVIEW_BLOCK_BYTES + 1)
-    lines: list[bytes] = []
-    previous_end = 0
-    for start in starts:
-        start = max(start, previous_end)
-        end = min(size, start + PREVIEW_BLOCK_BYTES)
-        if start >= end:
-            continue
-        # From one byte before the window: whether it starts on a line boundary.
-        before = 0 if start == previous_end else 1
-        window = os.pread(descriptor, end - start + before, start - before)
-        first = 0
-        if before:
-            newline = window.find(b"\n")
-            if newline < 0:
-                continue
-            first = newline + 1
-        last = window.rfind(b"\n") + 1
-        if last > first:
-            lines.append(window[first:last])
-            previous_end = start - before + last
-    return b"".join(lines)
 
 
 @functools.cache
@@ -281,19 +147,8 @@ class CsvFollower:
         return self.context.first_line - 1
 
     def _open(self) -> tuple[int | None, FileState]:
-        """A descriptor of the chart's file (the caller closes it), or None and why not.
-
-        O_NONBLOCK: opening a FIFO for reading must not wait for a writer.
-        """
-        path, state = resolve_inside(self.directory, self.file_name)
-        if path is None:
-            return None, state
-        try:
-            descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-        except OSError as error:
-            missing = error.errno == errno.ENOENT
-            return None, FileState.MISSING if missing else FileState.UNREADABLE
-        return descriptor, FileState.OK
+        """A descriptor of the chart's file (the caller closes it), or None and why not."""
+        return open_chart_file(self.directory, self.file_name)
 
     def preview(self, larger_than: int) -> Preview | None:
         """A sample of the whole file when nothing of it is read yet and it holds more than
@@ -309,7 +164,7 @@ class CsvFollower:
             info = os.fstat(descriptor)
             if not stat.S_ISREG(info.st_mode) or info.st_size <= larger_than:
                 return None
-            sample = _sample_lines(descriptor, info.st_size)
+            sample = sample_lines(descriptor, info.st_size)
         except OSError:
             return None
         finally:
@@ -438,7 +293,7 @@ class CsvFollower:
 
         try:
             while (complete := self._next_block(descriptor, size, end, finish_all)) is not None:
-                long_lines = _long_line_spans(complete)
+                long_lines = long_line_spans(complete)
                 started = None if long_lines else start_native_parse(complete, len(self.y_axis))
                 ahead.append(_Block(complete, long_lines, started, self.offset))
                 # Held by `ahead` alone: a finished block is freed before the next is read,
@@ -470,7 +325,7 @@ class CsvFollower:
         while self.offset < end:
             # Read at least one line's worth past the budget, so no line can stall it.
             want = max(min(READ_BLOCK_BYTES, end - self.offset), MAX_LINE_BYTES + 1)
-            want = _up_to_last_newline(descriptor, self.offset, min(want, size - self.offset))
+            want = up_to_last_newline(descriptor, self.offset, min(want, size - self.offset))
             block = os.pread(descriptor, want, self.offset)
             if not block:
                 return None

@@ -16,14 +16,8 @@ from textual.geometry import Size
 from textual.timer import Timer
 from textual.worker import Worker, get_current_worker
 
-from ocms_tui.draw.plotting import (
-    EARLIER_PASS_MARKER,
-    MARKER,
-    RGB,
-    Series,
-    series_color,
-    series_marker,
-)
+from ocms_tui.draw.plot_plan import Series
+from ocms_tui.draw.series_style import EARLIER_PASS_MARKER, MARKER, RGB, series_color, series_marker
 from ocms_tui.follow.model import ChartData, SeriesStats
 from ocms_tui.follow.run_table import Band, band
 from ocms_tui.follow.runset import OverlayChart, RunChart

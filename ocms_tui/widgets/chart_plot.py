@@ -25,7 +25,9 @@ from textual.strip import Strip
 from textual.style import Style as VisualStyle
 from textual_plotext import PlotextPlot
 
-from ocms_tui.draw.plotting import ChartCanvas, Picture, Plan, PlotRequest, Series
+from ocms_tui.draw.plot_plan import Plan, PlotRequest, Series
+from ocms_tui.draw.plot_render import Picture
+from ocms_tui.draw.plotting import ChartCanvas
 from ocms_tui.widgets.text_strips import needs_no_ansi_filter, plain_lines, refresh_lines
 
 SeriesSource = Callable[[], tuple[list[Series], bool, tuple[float, float] | None]]

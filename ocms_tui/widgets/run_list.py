@@ -14,7 +14,7 @@ from textual.message import Message
 from textual.widgets import Input, SelectionList
 from textual.widgets.selection_list import Selection
 
-from ocms_tui.draw.plotting import RGB
+from ocms_tui.draw.series_style import RGB
 from ocms_tui.follow.runs import RunStatus
 from ocms_tui.widgets.badges import badge
 from ocms_tui.widgets.safe_text import visible

@@ -15,7 +15,7 @@ from textual.style import Style as VisualStyle
 from textual.visual import Visual
 from textual.widget import Widget
 
-from ocms_tui.draw.plotting import MARKER, RGB
+from ocms_tui.draw.series_style import MARKER, RGB
 from ocms_tui.follow.model import SeriesStats
 from ocms_tui.widgets.safe_text import safe_text
 from ocms_tui.widgets.text_strips import TextStrips, refresh_lines
