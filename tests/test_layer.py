@@ -3,11 +3,14 @@ exactly the pixels their own lines would, on linear, scaled and log axes, zoomed
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from plotext._figure import _figure_class
 
-from ocms_tui.draw.layer import layer_columns
+from ocms_tui.draw import plotext_speedups
+from ocms_tui.draw.layer import layer_columns, layer_pixels
 from ocms_tui.draw.plotting import ChartCanvas, PlotRequest, Series
 
 GREY = (118, 118, 118)
@@ -75,3 +78,44 @@ def test_a_series_with_no_finite_value_draws_nothing_and_breaks_nothing() -> Non
         [Series(steps, np.full(10, np.nan), GREY, True, layer=True)], PlotRequest(40, 10)
     )
     assert only_empty is None
+
+
+def test_lines_crossing_and_sharing_cells_light_what_plotexts_lines_would() -> None:
+    """Many runs over the same values (cells shared), with gaps and jumps: the layer lights
+    each column's span of each run and plotext's own line (segment_pixels, its get_line
+    arithmetic) between a run's neighbouring columns, pixel for pixel, listed one by one."""
+    rng = np.random.default_rng(11)
+    steps = np.arange(400, dtype=np.int64) * 3
+    pairs = []
+    for _ in range(40):
+        values = np.cumsum(rng.standard_normal(400))
+        values[rng.random(400) < 0.2] = np.nan
+        values[rng.integers(0, 400, 3)] *= 50  # jumps: lines across many rows
+        pairs.append((steps, values))
+    width, height = 120, 60
+    (group,) = layer_columns(pairs, (0.0, 1_197.0), width)
+    finite = group.values()
+    y_limits = [float(finite.min()), float(finite.max())]
+    x, y = layer_pixels([group], lambda values: values, y_limits, width, height)
+    lit = set(zip(x.tolist(), y.tolist(), strict=True))
+
+    def row(values: np.ndarray) -> np.ndarray:
+        pixels = np.full(values.size, -1)
+        present = np.isfinite(values)
+        pixels[present] = plotext_speedups.matrix_pixels(values[present], y_limits, height)
+        return pixels
+
+    expected: set[tuple[int, int]] = set()
+    for series in range(len(pairs)):
+        first, low, high, last = (
+            row(getattr(group, name)[series]) for name in ("first", "low", "high", "last")
+        )
+        present = np.flatnonzero(low >= 0)
+        for column in present:
+            expected |= {(int(group.x[column]), y) for y in range(low[column], high[column] + 1)}
+        for before, after in itertools.pairwise(present):
+            xs, ys = plotext_speedups.segment_pixels(
+                group.x[[before]], last[[before]], group.x[[after]], first[[after]]
+            )
+            expected |= set(zip(xs.tolist(), ys.tolist(), strict=True))
+    assert lit == expected and len(lit) > width

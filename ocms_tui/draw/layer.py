@@ -105,43 +105,76 @@ def layer_pixels(
     height: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The pixels (x, y) inside the canvas that the layer's lines light, each once. `drawn`:
-    values as plotext is given them (the y axis' scaling)."""
-    lit_x: list[np.ndarray] = []
-    lit_y: list[np.ndarray] = []
+    values as plotext is given them (the y axis' scaling).
+
+    Every pixel a series lights in a column is one run of rows (its span from the lowest to
+    the highest value, and plotext's line to the next column, which between neighbouring
+    columns steps one row at a time in the left column): the runs are counted into one
+    difference array per column and summed up, never listed pixel by pixel (at 1,000 grey
+    runs listing them took over a second a panel)."""
+    runs = _PixelRuns(width, height)
     for group in columns:
         pixel = {
             name: _y_pixels(drawn(getattr(group, name)), y_limits, height)
             for name in ("first", "low", "high", "last")
         }
-        present = pixel["low"] >= 0  # a column where the series has a value
-        # The span from the lowest to the highest value of each column.
-        x = np.broadcast_to(group.x, present.shape)[present]
-        low, high = pixel["low"][present], pixel["high"][present]
-        spans = high - low + 1
-        lit_x.append(np.repeat(x, spans))
-        lit_y.append(np.repeat(low, spans) + _offsets(spans))
-        # plotext's line from each column's last value to the series' next column's first:
-        # every series' joins at once (`nonzero` lists each row's columns in order).
-        rows, where = np.nonzero(present)
+        # (series, column) of every column where a series has a value, each series' in order.
+        rows, where = np.nonzero(pixel["low"] >= 0)
+        x = group.x[where]
+        runs.add(x, pixel["low"][rows, where], pixel["high"][rows, where])
+        # plotext's line from each column's last value to the series' next column's first.
         joined = np.flatnonzero(rows[1:] == rows[:-1])
-        if joined.size:
-            before, after = joined, joined + 1
+        if not joined.size:
+            continue
+        before, after = joined, joined + 1
+        x0, x1 = x[before], x[after]
+        y0 = pixel["last"][rows[before], where[before]]
+        y1 = pixel["first"][rows[after], where[after]]
+        neighbours = x1 - x0 == 1
+        # Between neighbouring columns plotext's line (get_line: max(|dx|, |dy|) points,
+        # x advancing by 1/|dy|, so kept at x0 but for the end) covers y0 up to the row
+        # before y1 at x0, then y1 at x1.
+        toward = y1[neighbours] - np.sign(y1[neighbours] - y0[neighbours])
+        start, stop = y0[neighbours], toward
+        runs.add(x0[neighbours], np.minimum(start, stop), np.maximum(start, stop))
+        runs.add(x1[neighbours], y1[neighbours], y1[neighbours])
+        apart = ~neighbours
+        if apart.any():  # a gap of columns: plotext's own line arithmetic
             segment_x, segment_y = plotext_speedups.segment_pixels(
-                group.x[where[before]],
-                pixel["last"][rows[before], where[before]],
-                group.x[where[after]],
-                pixel["first"][rows[after], where[after]],
+                x0[apart], y0[apart], x1[apart], y1[apart]
             )
-            lit_x.append(segment_x)
-            lit_y.append(segment_y)
-    if not lit_x:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    every_x, every_y = np.concatenate(lit_x), np.concatenate(lit_y)
-    inside = (every_x >= 0) & (every_x < width) & (every_y >= 0) & (every_y < height)
-    lit = np.zeros(width * height, dtype=bool)  # a bitmap: each pixel once, cheaper than unique
-    lit[every_x[inside] * height + every_y[inside]] = True
-    keys = np.flatnonzero(lit)
-    return keys // height, keys % height
+            runs.add(segment_x, segment_y, segment_y)
+    return runs.lit()
+
+
+class _PixelRuns:
+    """Runs of rows lit in pixel columns (x, from row `low` to row `high`), kept as counts
+    in a difference array along each column; `lit()` is every pixel inside the canvas that
+    one of them covers, in order of x, then y."""
+
+    def __init__(self, width: int, height: int) -> None:
+        self.width, self.height = width, height
+        self._starts: list[np.ndarray] = []
+        self._ends: list[np.ndarray] = []
+
+    def add(self, x: np.ndarray, low: np.ndarray, high: np.ndarray) -> None:
+        low, high = np.maximum(low, 0), np.minimum(high, self.height - 1)
+        inside = (x >= 0) & (x < self.width) & (low <= high)
+        x, low, high = x[inside], low[inside], high[inside]
+        stride = self.height + 1  # a run ending on the top row marks the spare row
+        self._starts.append(x * stride + low)
+        self._ends.append(x * stride + high + 1)
+
+    def lit(self) -> tuple[np.ndarray, np.ndarray]:
+        width, height = self.width, self.height
+        if not self._starts or width < 1 or height < 1:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        size = width * (height + 1)
+        counts = np.bincount(np.concatenate(self._starts), minlength=size)
+        counts -= np.bincount(np.concatenate(self._ends), minlength=size)
+        covered = np.cumsum(counts.reshape(width, height + 1), axis=1)[:, :height] > 0
+        keys = np.flatnonzero(covered)
+        return keys // height, keys % height
 
 
 def _y_pixels(values: FloatArray, y_limits: list[float], height: int) -> np.ndarray:
@@ -151,13 +184,7 @@ def _y_pixels(values: FloatArray, y_limits: list[float], height: int) -> np.ndar
     result = np.full(flat.size, -1, dtype=np.int64)
     finite = np.isfinite(flat)
     if finite.any():
-        result[finite] = plotext_speedups.matrix_pixels(flat[finite], y_limits, height)
+        # Not `matrix_pixels`: it remembers results by their inputs' bytes, for a line's
+        # few points drawn twice; a layer's arrays are large and new with each view.
+        result[finite] = plotext_speedups._matrix_pixels(flat[finite], y_limits, height)
     return result.reshape(shape)
-
-
-def _offsets(lengths: np.ndarray) -> np.ndarray:
-    """0, 1, ..., n-1 for each n of `lengths`, one after another."""
-    total = int(lengths.sum())
-    if not total:
-        return np.zeros(0, dtype=np.int64)
-    return np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
