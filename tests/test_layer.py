@@ -119,3 +119,14 @@ def test_lines_crossing_and_sharing_cells_light_what_plotexts_lines_would() -> N
             )
             expected |= set(zip(xs.tolist(), ys.tolist(), strict=True))
     assert lit == expected and len(lit) > width
+
+
+def test_a_log_axis_with_grey_values_at_or_below_zero_draws_what_the_lines_would() -> None:
+    """A log view turns values <= 0 into gaps (follow.series.ShownSeries): a grey run
+    crossing zero is drawn in pieces, as its own lines would be."""
+    pairs = curves(3, rows=500)
+    steps, values = pairs[1]
+    crossing = values - 2.0  # from above 0 to below it and back
+    pairs[1] = (steps, np.where(crossing > 0, crossing, np.nan))
+    layered, separate = pictures(pairs, PlotRequest(60, 15, log_y=True), leader=True)
+    assert layered is not None and layered == separate

@@ -80,21 +80,34 @@ def layer_columns(
         )
         starts = np.flatnonzero(np.r_[True, pixels[1:] != pixels[:-1]])
         values = np.vstack([member[start:stop] for member in members])
-        finite = np.isfinite(values)
-        masked = np.where(finite, values, np.nan)
-        with np.errstate(invalid="ignore"):
-            low = np.fmin.reduceat(masked, starts, axis=1)
-            high = np.fmax.reduceat(masked, starts, axis=1)
-        positions = np.arange(values.shape[1])
-        count = values.shape[1]
-        first_at = np.minimum.reduceat(np.where(finite, positions, count), starts, axis=1)
-        last_at = np.maximum.reduceat(np.where(finite, positions, -1), starts, axis=1)
-        first = np.take_along_axis(masked, np.minimum(first_at, count - 1), axis=1)
-        last = np.take_along_axis(masked, np.maximum(last_at, 0), axis=1)
-        first[first_at == count] = np.nan
-        last[last_at < 0] = np.nan
-        found.append(LayerColumns(pixels[starts], first, low, high, last))
+        found.append(LayerColumns(pixels[starts], *_m4_columns(values, starts)))
     return found
+
+
+def _m4_columns(
+    values: FloatArray, starts: np.ndarray
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """Each row's first, lowest, highest and last finite value in each column (the columns
+    begin at `starts`), NaN where a column has none."""
+    finite = np.isfinite(values)
+    if finite.all():  # the usual sweep: a column's first and last values are its edges
+        ends = np.r_[starts[1:], values.shape[1]] - 1
+        low = np.minimum.reduceat(values, starts, axis=1)
+        high = np.maximum.reduceat(values, starts, axis=1)
+        return values[:, starts], low, high, values[:, ends]
+    masked = np.where(finite, values, np.nan)
+    with np.errstate(invalid="ignore"):
+        low = np.fmin.reduceat(masked, starts, axis=1)
+        high = np.fmax.reduceat(masked, starts, axis=1)
+    positions = np.arange(values.shape[1])
+    count = values.shape[1]
+    first_at = np.minimum.reduceat(np.where(finite, positions, count), starts, axis=1)
+    last_at = np.maximum.reduceat(np.where(finite, positions, -1), starts, axis=1)
+    first = np.take_along_axis(masked, np.minimum(first_at, count - 1), axis=1)
+    last = np.take_along_axis(masked, np.maximum(last_at, 0), axis=1)
+    first[first_at == count] = np.nan
+    last[last_at < 0] = np.nan
+    return first, low, high, last
 
 
 def layer_pixels(

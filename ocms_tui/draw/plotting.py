@@ -564,7 +564,13 @@ class ChartCanvas:
 
         drawn_values = [plotted(values) for values in drawn_values]
         layer_values = [plotted(group.values()) for group in columns]
-        present = [values for values in [*layer_values, *drawn_values] if values.size]
+        # plotext's limits leave NaN out (on a log axis, the log of values <= 0): left out
+        # here, numpy finds them (plotext's get_lim took 1.7 s on a layer's 400,000 values).
+        present = [
+            kept
+            for values in [*layer_values, *drawn_values]
+            if (kept := values[~np.isnan(values)]).size
+        ]
         if not any(values.size for values in layer_values):
             return None
         faster = plotext_speedups
