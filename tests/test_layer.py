@@ -130,3 +130,49 @@ def test_a_log_axis_with_grey_values_at_or_below_zero_draws_what_the_lines_would
     pairs[1] = (steps, np.where(crossing > 0, crossing, np.nan))
     layered, separate = pictures(pairs, PlotRequest(60, 15, log_y=True), leader=True)
     assert layered is not None and layered == separate
+
+
+def grey(pairs: list) -> list[Series]:
+    return [Series(s, v, GREY, steps_sorted=True, layer=True) for s, v in pairs]
+
+
+def test_a_view_shown_again_reuses_its_layer_and_new_data_is_reduced_again() -> None:
+    pairs = curves(6, rows=800)
+    canvas = ChartCanvas(_figure_class())
+    cache = canvas.layer_cache
+    full, zoomed = PlotRequest(60, 15), PlotRequest(60, 15, x_range=(4_000.0, 7_990.0))
+    wider = PlotRequest(90, 15)
+    first = canvas.build(grey(pairs), full)
+    for request in (zoomed, wider):  # each view's width foreseen once
+        canvas.build(grey(pairs), request)
+    canvas.build(grey(pairs), full)
+    reduced = cache.reductions
+    assert canvas.build(grey(pairs), full) == first  # the same view: nothing reduced
+    assert canvas.build(grey(pairs), PlotRequest(60, 15, log_y=True)) is not None
+    for request in (zoomed, full, wider, full):  # ] then 0, enter then escape
+        canvas.build(grey(pairs), request)
+    assert cache.reductions == reduced
+    assert canvas.build(grey(pairs), full) == first
+    # New rows: other arrays (a longer view of the store): reduced again, and drawn right
+    # (on a fixed x range: a canvas drawn before keeps some room on its axis).
+    fixed = PlotRequest(60, 15, x_range=(0.0, 8_000.0))
+    before = canvas.build(grey(pairs), fixed)
+    reduced = cache.reductions
+    grown = [(np.append(steps, 8_000), np.append(values, 1.5)) for steps, values in pairs]
+    after = canvas.build(grey(grown), fixed)
+    assert cache.reductions > reduced
+    assert after == ChartCanvas(_figure_class()).build(grey(grown), fixed) != before
+
+
+def test_arrays_freed_and_made_again_at_the_same_address_are_not_taken_for_the_old() -> None:
+    """A freed buffer's address is often the next array's: kept columns are only those of
+    arrays still alive."""
+    canvas = ChartCanvas(_figure_class())
+    request = PlotRequest(50, 12)
+    steps = np.arange(500, dtype=np.int64)
+    for level in (1.0, 5.0, 9.0):
+        values = [np.linspace(level, level + index + 1.0, 500) for index in range(4)]
+        drawn = canvas.build(grey([(steps, v) for v in values]), request)
+        expected = ChartCanvas(_figure_class()).build(grey([(steps, v) for v in values]), request)
+        assert drawn == expected
+        del values

@@ -20,7 +20,7 @@ import plotext._utility as plotext_utility
 from ocms_tui.draw import plotext_speedups
 from ocms_tui.draw.axis_range import YAxis, y_axis
 from ocms_tui.draw.downsample import M4Memo, SharedColumns, m4
-from ocms_tui.draw.layer import LayerColumns, layer_columns, layer_pixels
+from ocms_tui.draw.layer import LayerCache, LayerColumns
 from ocms_tui.draw.pyramid import MinMaxPyramid
 from ocms_tui.draw.ticks import log_ticks, nice_ticks, spaced_ticks, tick_count, tick_labels
 
@@ -256,7 +256,7 @@ class ChartCanvas:
         # columns): the M4's columns, so that a grown series is reduced again in its changed
         # columns only, and a view shown again not at all.
         self._m4_memos: dict[tuple[int, int], dict[View, M4Memo]] = {}
-        self._layer_cache: tuple[tuple[Any, ...], list[LayerColumns]] | None = None
+        self.layer_cache = LayerCache()
         self.plotext_builds = 0
         """plotext builds so far: one per draw unless the canvas width was foreseen wrong."""
 
@@ -487,22 +487,13 @@ class ChartCanvas:
     def _layer_columns(
         self, layered: list[Series], extent: tuple[float, float], canvas_columns: int
     ) -> list[LayerColumns]:
-        """`layer_columns` of the layer series, kept for the last data and view: a plan made
-        again (the canvas width settled, a new picture checked against the one on screen,
-        a key that leaves the layer as it is) reduces nothing again."""
+        """`layer_columns` of the layer series, kept for the last views of this data: a
+        plan made again (the canvas width settled, a new picture checked against the one on
+        screen, a key that leaves the layer as it is or comes back to a view) reduces
+        nothing again."""
         pairs = [(line.drawn_steps, line.drawn_values) for line in layered]
-        key = (
-            tuple(extent),
-            canvas_columns,
-            tuple(
-                (_address(steps), len(steps), _address(values), len(values))
-                for steps, values in pairs
-            ),
-        )
-        if self._layer_cache is None or self._layer_cache[0] != key:
-            width = canvas_columns * MARKER_PIXELS_PER_COLUMN
-            self._layer_cache = (key, layer_columns(pairs, extent, width))
-        return self._layer_cache[1]
+        width = canvas_columns * MARKER_PIXELS_PER_COLUMN
+        return self.layer_cache.columns(pairs, extent, width)
 
     def _reduce(
         self,
@@ -578,7 +569,7 @@ class ChartCanvas:
         x_limits = [float(extent[0]), float(extent[1])]
         width = canvas_columns * MARKER_PIXELS_PER_COLUMN
         height = (self._canvas_rows or max(1, request.height - Y_AXIS_FRAME_ROWS)) * 4
-        px, py = layer_pixels(columns, plotted, y_limits, width, height)
+        px, py = self.layer_cache.pixels(columns, plotted, y_limits, width, height, axis)
         point_x = x_limits[0] + px * ((x_limits[1] - x_limits[0]) / max(1, width - 1))
         point_y = y_limits[0] + py * ((y_limits[1] - y_limits[0]) / max(1, height - 1))
         if axis.plotext_log:
@@ -689,11 +680,6 @@ class ChartCanvas:
         )
         self._keyed = (plan, (canvas_columns, self._canvas_rows), key)
         return key
-
-
-def _address(array: np.ndarray) -> int:
-    """Where an array's data starts: equal for two views of the same unchanged buffer."""
-    return int(array.__array_interface__["data"][0])
 
 
 def _frame(plan: Plan) -> tuple[Any, ...]:
