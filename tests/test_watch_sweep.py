@@ -178,3 +178,49 @@ def test_watchers_sharing_the_parent_keep_its_watch_until_the_last_one_stops(
         second.stop()
     assert hub.watchers == 0 and hub.kernel_watches == 0
     assert inotify_instances() == instances
+
+
+def test_watchers_coming_and_going_on_two_threads_leave_no_descriptor_behind(
+    tmp_path: Path,
+) -> None:
+    """The session's thread starts watchers for new runs while the UI's stops them all (the
+    dashboard closing during a search): the instance is closed with the last watcher and
+    made again with the next, each with its own thread and pipe, nothing left open."""
+    for name in ("a", "b"):
+        start_run(tmp_path / name)
+    before = sorted(os.listdir("/proc/self/fd"))
+    hub = InotifyHub()
+    failures: list[BaseException] = []
+
+    def churn(name: str) -> None:
+        try:
+            for _ in range(150):
+                watcher = InotifyWatcher(tmp_path / name, hub=hub)
+                watcher.start()
+                watcher.take()
+                watcher.stop()
+        except BaseException as error:  # reported below, not lost in the thread
+            failures.append(error)
+
+    threads = [threading.Thread(target=churn, args=(name,)) for name in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(TIMEOUT)
+    assert not failures
+    assert hub.watchers == 0 and hub.kernel_watches == 0
+    deadline = time.monotonic() + TIMEOUT
+    while inotify_threads() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sorted(os.listdir("/proc/self/fd")) == before
+    # And it still works afterwards.
+    watcher = InotifyWatcher(tmp_path / "a", hub=hub)
+    watcher.start()
+    try:
+        append_rows(tmp_path / "a" / "loss.csv", ["3,0.2"])
+        deadline = time.monotonic() + TIMEOUT
+        while not watcher.dirty.pending and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert watcher.take() == {"loss.csv"}
+    finally:
+        watcher.stop()

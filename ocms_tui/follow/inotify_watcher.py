@@ -91,15 +91,22 @@ class InotifyHub:
             if self._watchers or inotify is None:
                 return
             self._inotify = None
+            # This thread's own stop signal and pipe: a watcher attached meanwhile starts
+            # another instance, thread and pipe.
             thread, self._thread = self._thread, None
+            stopping, wake_reader, wake_writer = (
+                self._stopping,
+                self._wake_reader,
+                self._wake_writer,
+            )
         if thread is not None:
-            self._stopping.set()
+            stopping.set()
             self._taken.set()
-            os.write(self._wake_writer, b"!")
+            os.write(wake_writer, b"!")
             if thread is not threading.current_thread():
                 thread.join()
-            os.close(self._wake_reader)
-            os.close(self._wake_writer)
+            os.close(wake_reader)
+            os.close(wake_writer)
         inotify.close()  # closing the descriptor drops every watch
 
     def subscribe(self, watcher: InotifyWatcher, path: str, mask: int) -> int:
