@@ -282,3 +282,22 @@ def test_a_chart_marks_the_steps_of_its_findings(tmp_path: Path) -> None:
         (150, "non-finite", True),
         (200, "spike", False),
     )
+
+
+def test_a_series_judged_keeps_a_few_values_not_the_rows_it_was_fed() -> None:
+    """What a block leaves for the next (the values of an unfinished block) is kept on its
+    own: a view of it held every row fed (7 KB a series at 2,000 rows, 180 MB at 500 runs)."""
+    import tracemalloc
+
+    rng = np.random.default_rng(3)
+    rows = 100_003  # not a whole number of blocks: values are carried over
+    tracemalloc.start()
+    try:
+        health = SeriesHealth("loss")
+        steps = np.arange(rows, dtype=np.int64)
+        health.feed(steps, 2.0 - np.log1p(steps) * 0.1 + rng.standard_normal(rows) * 0.01)
+        del steps
+        kept, _peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert kept < 64_000, f"{kept:,} bytes kept after feeding {rows:,} rows"

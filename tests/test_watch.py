@@ -611,3 +611,19 @@ def test_filesystem_type_reads_the_mount_table() -> None:
         pytest.skip("no /proc/self/mounts on this system")
     assert filesystem_type("/proc/self") == "proc"
     assert filesystem_type("/proc/does/not/exist/yet") == "proc"
+
+
+def test_filesystem_type_takes_the_deepest_mount_holding_the_path() -> None:
+    """A mount inside another (/dev/shm inside /dev, /proc inside /) is the one a path below
+    it is on; a mount point that is only a prefix of a name (/proc for /procfoo) is not."""
+    if not Path("/proc/self/mounts").exists():
+        pytest.skip("no /proc/self/mounts on this system")
+    mounts = {}
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        fields = line.split()
+        mounts[fields[1]] = fields[2]
+    assert filesystem_type("/") == mounts["/"]
+    assert filesystem_type("/procfoo/not/there") == mounts["/"]
+    for inner in ("/dev/shm", "/sys/fs/cgroup", "/dev/pts"):
+        if inner in mounts and os.path.isdir(inner):
+            assert filesystem_type(f"{inner}/not/there") == mounts[inner]

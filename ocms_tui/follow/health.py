@@ -266,9 +266,11 @@ class SeriesHealth:
             )
         outside = np.zeros(len(values), dtype=bool)
         outside[candidates[away] - carried] = True
-        self._block_values = joined[complete:]
-        self._medians = medians[-SPIKE_BLOCKS:]
-        self._spreads = spreads[-SPIKE_BLOCKS:]
+        # A copy: a view of the last few values would keep all of `joined` alive (at 500
+        # runs, 180 MB of rows already judged).
+        self._block_values = joined[complete:].copy()
+        self._medians = medians[-SPIKE_BLOCKS:].copy()
+        self._spreads = spreads[-SPIKE_BLOCKS:].copy()
         return self._resolve_excursions(steps, values, center, carried, outside)
 
     def _resolve_excursions(
@@ -328,7 +330,8 @@ class SeriesHealth:
         joined = np.concatenate((self._level_values, values))
         joined_steps = np.concatenate((self._level_steps, steps))
         complete = len(joined) // LEVEL_BLOCK * LEVEL_BLOCK
-        self._level_values, self._level_steps = joined[complete:], joined_steps[complete:]
+        self._level_values = joined[complete:].copy()  # not views: see _block_values
+        self._level_steps = joined_steps[complete:].copy()
         if not complete:
             return [], None
         ordered = np.sort(joined[:complete].reshape(-1, LEVEL_BLOCK), axis=1)
@@ -369,9 +372,9 @@ class SeriesHealth:
             rows = (index + 1) * LEVEL_BLOCK - carried
         self._rising = rising
         self._best = float(best[-1])
-        self._levels = history[-_LEVEL_MEMORY:]
-        self._level_starts = history_starts[-_LEVEL_MEMORY:]
-        self._level_spreads = spread_history[-NOISE_BLOCKS:]
+        self._levels = history[-_LEVEL_MEMORY:].copy()
+        self._level_starts = history_starts[-_LEVEL_MEMORY:].copy()
+        self._level_spreads = spread_history[-NOISE_BLOCKS:].copy()
         return found, rows
 
     def _divergence(

@@ -29,7 +29,7 @@ from ocms_tui.follow.runset import (
     overlay,
 )
 from ocms_tui.follow.runset import combined_problems as all_problems
-from ocms_tui.follow.watch import DIRECTORY, Watcher, open_watcher
+from ocms_tui.follow.watch import DIRECTORY, InotifyHub, Watcher, open_watcher
 from ocms_tui.format.problems import Problem
 from ocms_tui.format.ranking import SortKey
 
@@ -137,6 +137,7 @@ class FollowSession:
         self.monotonic = monotonic
         self.stale_after = stale_after
         self.watchers: dict[str, Watcher] = {}
+        self.inotify = InotifyHub()  # one instance and thread for every run's watcher
         self.paused = False
         self.hidden_runs: frozenset[str] = frozenset()
         self.state: SessionState | None = None
@@ -224,7 +225,7 @@ class FollowSession:
     def _watch(self, run: TrackedRun) -> None:
         if run_key(run) in self.watchers or self._stopping.is_set():
             return
-        watcher = open_watcher(run.directory, self.poll)
+        watcher = open_watcher(run.directory, self.poll, self.inotify)
         watcher.dirty.on_mark = self._wake.set
         self.watchers[run_key(run)] = watcher
 
