@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from ocms_recorder import MAX_CHARTS
+from terminal_support import installed_command
 
 from ocms_tui.cli import main
 from ocms_tui.follow.checker import check_directory
@@ -420,11 +421,11 @@ def test_names_cannot_drive_the_terminal(tmp_path: Path) -> None:
 
 def test_installed_console_script_and_module_entry() -> None:
     env = {**os.environ, "NO_COLOR": "1"}
-    for command in (["ocms-tui"], [sys.executable, "-m", "ocms_tui"]):
-        executable = shutil.which(command[0]) if command[0] == "ocms-tui" else command[0]
-        assert executable, "the ocms-tui console script is installed"
+    # The script this environment installed (beside its python): an unactivated venv's
+    # tests find it too, and never another environment's first on PATH.
+    for command in ([installed_command()], [sys.executable, "-m", "ocms_tui"]):
         done = subprocess.run(
-            [executable, *command[1:], "--check", str(DATA / "row-width")],
+            [*command, "--check", str(DATA / "row-width")],
             capture_output=True,
             text=True,
             env=env,

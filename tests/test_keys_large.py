@@ -47,6 +47,15 @@ def noisy_run(directory: Path) -> dict[str, list[np.ndarray]]:
     return charts
 
 
+@pytest.fixture(scope="module")
+def million_row_run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, dict[str, list[np.ndarray]]]:
+    """The run both tests read (neither writes to it): made once, about 2 s of CPU."""
+    directory = tmp_path_factory.mktemp("million_rows")
+    return directory, noisy_run(directory)
+
+
 def expected_picture(
     panel: ChartPanel,
     values: list[np.ndarray],
@@ -74,9 +83,11 @@ def shown_picture(panel: ChartPanel) -> str:
 
 
 @pytest.mark.slow  # a million rows per chart: 2 s of CPU
-async def test_each_view_key_draws_the_right_picture_at_a_million_rows(tmp_path: Path) -> None:
-    data = noisy_run(tmp_path)
-    app = OcmsApp(tmp_path, watch=False)
+async def test_each_view_key_draws_the_right_picture_at_a_million_rows(
+    million_row_run: tuple[Path, dict[str, list[np.ndarray]]],
+) -> None:
+    directory, data = million_row_run
+    app = OcmsApp(directory, watch=False)
     async with app.run_test(size=SIZE) as pilot:
         await app.settle()
         loss, grad_norm = app.query(ChartPanel)
@@ -132,13 +143,15 @@ async def test_each_view_key_draws_the_right_picture_at_a_million_rows(tmp_path:
 
 
 @pytest.mark.slow  # a million rows per chart in a process: 8 s of CPU
-def test_quitting_while_smoothings_are_made_ahead_exits_at_once(tmp_path: Path) -> None:
+def test_quitting_while_smoothings_are_made_ahead_exits_at_once(
+    million_row_run: tuple[Path, dict[str, list[np.ndarray]]],
+) -> None:
     """The real command in a pty: s and → start a thread smoothing 1,000,000-row series
     0.25 s later; q pressed while such threads run ends the process promptly, every time
     (a thread waiting on a loop that stopped would keep the interpreter from exiting)."""
-    noisy_run(tmp_path)
+    directory, _ = million_row_run
     for attempt in range(3):
-        terminal = Terminal([sys.executable, "-m", "ocms_tui", str(tmp_path)], SIZE)
+        terminal = Terminal([sys.executable, "-m", "ocms_tui", str(directory)], SIZE)
         terminal.wait_for("1,000,000 rows", timeout=60)
         terminal.pump(0.5)
         for key in (b"s", b"\x1b[C", b"s")[: attempt + 1]:

@@ -29,7 +29,11 @@ def _run_with_a_long_step(directory: Path) -> None:
     (directory / "loss.csv").write_text("".join(row + "\n" for row in ROWS))
 
 
-@pytest.mark.parametrize("output_format", ["text", "github", "json"])
+# A `--check` process per format: text in the quick suite, every format in the slow one.
+@pytest.mark.parametrize(
+    "output_format",
+    ["text", *(pytest.param(f, marks=pytest.mark.slow) for f in ("github", "json"))],
+)
 def test_check_reports_the_step_at_its_line_and_keeps_the_other_rows(
     tmp_path: Path, output_format: str
 ) -> None:

@@ -414,9 +414,27 @@ def test_the_checker_answers_within_its_caps(
     measured_against_cap("--check peak RSS growth", name, grown_mb, CHECK_MEMORY_MB, "MB")
 
 
-@pytest.mark.parametrize("output_format", ["text", "github", "json"])
-@pytest.mark.parametrize("encoding", ["utf-8", "ascii"])
-@pytest.mark.parametrize("name", ["markup-and-escapes", "invalid-utf-8"])
+# Each variant is a `--check` process (0.8-1.6 s of CPU): the quick suite runs two, an
+# escape-laden name on an ASCII terminal and invalid bytes in GitHub's format; the slow
+# suite runs every name, encoding and format.
+QUICK_OUTPUTS = {("markup-and-escapes", "ascii", "text"), ("invalid-utf-8", "utf-8", "github")}
+
+
+@pytest.mark.parametrize(
+    ("name", "encoding", "output_format"),
+    [
+        pytest.param(
+            name,
+            encoding,
+            output_format,
+            id=f"{name}-{encoding}-{output_format}",
+            marks=() if (name, encoding, output_format) in QUICK_OUTPUTS else pytest.mark.slow,
+        )
+        for output_format in ("text", "github", "json")
+        for encoding in ("utf-8", "ascii")
+        for name in ("markup-and-escapes", "invalid-utf-8")
+    ],
+)
 def test_check_output_is_printable_and_never_a_traceback(
     name: str, built: dict[str, Built], output_format: str, encoding: str
 ) -> None:

@@ -29,6 +29,10 @@ from ocms_tui.follow.run_table import (
 from ocms_tui.follow.runs import find_runs
 from ocms_tui.format.ranking import SortKey
 
+# The quick suite runs the command for sorting, grouping and hostile names; the ranking
+# itself is tested in-process here and in test_ranking.py. The command's other cases run in
+# the slow suite (marked below).
+
 
 def write_run(directory: Path, losses: list[float], accuracy: list[float] | None = None) -> None:
     """A run whose loss (and accuracy, when given) takes these values at steps 0, 10, 20..."""
@@ -87,6 +91,7 @@ def test_sort_by_loss_puts_the_lowest_first_and_accuracy_the_highest(sweep: Path
     )
 
 
+@pytest.mark.slow  # `ocms-tui runs` processes (0.5 s of CPU each)
 def test_a_sign_forces_the_order_and_top_keeps_the_first(sweep: Path) -> None:
     highest = run_cli("runs", str(sweep), "--sort=-loss", "--top", "2", "--format", "json")
     assert names_in_json(highest.stdout) == ["run_c", "run_a"]
@@ -95,6 +100,7 @@ def test_a_sign_forces_the_order_and_top_keeps_the_first(sweep: Path) -> None:
     assert json.loads(highest.stdout)["total_runs"] == 4
 
 
+@pytest.mark.slow  # `ocms-tui runs` processes (0.5 s of CPU each)
 def test_text_is_a_table_with_the_sort_series_columns(sweep: Path) -> None:
     result = run_cli("runs", str(sweep), "--sort", "loss", "--top", "3")
     lines = result.stdout.splitlines()
@@ -107,6 +113,7 @@ def test_text_is_a_table_with_the_sort_series_columns(sweep: Path) -> None:
     assert lines[2].split()[3:] == ["8", "30", "0.2", "0.2", "2", "0.2", "@30"]
 
 
+@pytest.mark.slow  # `ocms-tui runs` processes (0.5 s of CPU each)
 def test_csv_has_every_series_of_every_run(sweep: Path) -> None:
     result = run_cli("runs", str(sweep), "--sort", "loss", "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(result.stdout)))
@@ -115,6 +122,7 @@ def test_csv_has_every_series_of_every_run(sweep: Path) -> None:
     assert rows[0]["accuracy:max"] == "0.9" and rows[0]["rank"] == "1"
 
 
+@pytest.mark.slow  # `ocms-tui runs` processes (0.5 s of CPU each)
 def test_an_unknown_direction_sorts_lowest_first_and_says_how_to_choose(tmp_path: Path) -> None:
     for name, rate in (("x", 3e-4), ("y", 1e-4)):
         recorder = OcmsRecorder(log_dir=str(tmp_path / name))
@@ -125,6 +133,7 @@ def test_an_unknown_direction_sorts_lowest_first_and_says_how_to_choose(tmp_path
     assert [line.split()[1] for line in result.stdout.splitlines()[2:]] == ["y", "x"]
 
 
+@pytest.mark.slow  # `ocms-tui runs` processes (0.5 s of CPU each)
 def test_broken_runs_show_their_problem_and_the_others_stay_ranked(sweep: Path) -> None:
     bad_json = sweep / "run_badjson"
     bad_json.mkdir()
@@ -172,6 +181,7 @@ def test_a_run_that_vanishes_between_search_and_read_is_a_row_with_its_problem(
     assert [run.name for run in ranked.runs] == ["run_d", "run_a", "run_c", "run_b"]
 
 
+@pytest.mark.slow  # `ocms-tui runs` processes (0.5 s of CPU each)
 def test_runs_with_different_charts_rank_by_the_series_they_share(tmp_path: Path) -> None:
     write_run(tmp_path / "with_accuracy", [1.0, 0.7], [0.3, 0.6])
     recorder = OcmsRecorder(log_dir=str(tmp_path / "grad_only"))
@@ -214,6 +224,7 @@ def test_best_step_is_of_the_latest_pass_after_a_restart(tmp_path: Path) -> None
     assert (loss.best, loss.best_step, loss.latest, loss.minimum) == (0.9, 15, 1.2, 0.9)
 
 
+@pytest.mark.slow  # `ocms-tui runs` processes (0.5 s of CPU each)
 def test_a_blown_up_run_sorts_after_finite_ones_and_json_stays_strict(tmp_path: Path) -> None:
     write_run(tmp_path / "fine", [1.0, 0.5])
     write_run(tmp_path / "exploded", [1.0, math.inf])
@@ -234,6 +245,7 @@ def test_names_cannot_act_on_a_terminal_or_a_spreadsheet(tmp_path: Path) -> None
     assert "\x1b" not in table.stdout
 
 
+@pytest.mark.slow  # `ocms-tui runs` processes (0.5 s of CPU each)
 def test_usage_errors_and_an_empty_directory(tmp_path: Path) -> None:
     missing = run_cli("runs", str(tmp_path / "nope"))
     assert missing.returncode == ExitCode.USAGE and "not a directory" in missing.stderr

@@ -73,7 +73,15 @@ def test_dry_run_prints_the_diff_and_writes_nothing(tmp_path: Path) -> None:
     assert out.rstrip().endswith("(dry run: apply with --write)")
 
 
-@pytest.mark.parametrize("name", ALL_PROJECTS)
+# A process per project (0.9-1.8 s of CPU each): the quick suite inits the plain loop, the
+# slow suite every project.
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=() if name == "plain_loop" else pytest.mark.slow)
+        for name in ALL_PROJECTS
+    ],
+)
 def test_write_then_a_second_init_changes_nothing(tmp_path: Path, name: str) -> None:
     project = project_copy(tmp_path, name)
     original = snapshot(project)

@@ -84,6 +84,17 @@ def recording_tracker() -> Any:
     return RecordingTracker()
 
 
+def recorded_run_with_timing(recorded_run: Callable[..., Any], directory: Path) -> Any:
+    """The run read back and checked. The timing chart holds this machine's wall-clock
+    times: on a loaded machine a data wait 80x its median is a true spike (both tests failed
+    on one here, next to other test runs). A spike may come from that chart, no other
+    warning from anywhere."""
+    run = recorded_run(directory, frozenset({"spike"}))
+    spikes = [p for p in run.check_report["problems"] if p["rule"] == "spike"]
+    assert all(p["chart"] == "timing" for p in spikes), spikes
+    return run
+
+
 def test_every_value_sits_at_the_step_accelerator_log_got(
     tmp_path: Path, recorded_run: Callable[[Path], Any]
 ) -> None:
@@ -101,7 +112,7 @@ def test_every_value_sits_at_the_step_accelerator_log_got(
             accelerator.log({"eval_loss": metrics["loss"] * 2, "accuracy": 0.5}, step=step)
     accelerator.end_training()
 
-    run = recorded_run(tmp_path / "ocms_metrics")
+    run = recorded_run_with_timing(recorded_run, tmp_path / "ocms_metrics")
     expected: dict[str, dict[int, float]] = {}
     for step, values in recording.calls:
         for key, value in values.items():
@@ -134,7 +145,7 @@ def test_tracker_records_accelerator_log_calls_into_metrics_dir(
     accelerator.end_training()
 
     assert not (tmp_path / "run").exists()
-    run = recorded_run(tmp_path / "platform_metrics")
+    run = recorded_run_with_timing(recorded_run, tmp_path / "platform_metrics")
     assert set(run.charts) == {"loss", "learning_rate", "timing", "eval_score"}
     assert run.series("loss", "loss") == pytest.approx(logged, rel=1e-6)
     assert logged[STEPS] < logged[1]  # it trained

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -39,21 +40,18 @@ def last_values(directory: Path) -> dict[tuple[str, str], dict[int, float]]:
     return found
 
 
-def test_trainer_state_imports_as_the_hf_callback_recorded_it_live(tmp_path: Path) -> None:
-    from ocms_integrations.hf import OcmsCallback
-
-    trainer = train_tiny_bert(tmp_path / "run", [OcmsCallback()])
-    # A second eval set at the last step: same-step train, eval and eval_b entries.
-    trainer.evaluate(eval_dataset=token_classification_data(16, seed=3), metric_key_prefix="eval_b")
+def test_trainer_state_imports_as_the_hf_callback_recorded_it_live(
+    hf_run: Path, tmp_path: Path
+) -> None:
     state = tmp_path / "checkpoint" / "trainer_state.json"
     state.parent.mkdir()
-    trainer.state.save_to_json(str(state))  # the Trainer's own writer of the file
+    shutil.copy(hf_run / "trainer_state.json", state)  # a checkpoint folder holds it alone
 
     out = tmp_path / "imported"
     result = run_cli("import", str(state.parent), "--out", str(out))
     assert result.returncode == 0, result.stderr
     assert check_directory(out).errors == 0
-    live = last_values(tmp_path / "run" / "ocms_metrics")
+    live = last_values(hf_run / "ocms_metrics")
     imported = last_values(out)
     assert ("loss", "eval_b_loss") in imported and ("eval_score", "eval_b_accuracy") in imported
     assert imported.keys() == live.keys()
@@ -130,13 +128,16 @@ def assert_same_as_live(imported: Path, live: Path) -> None:
 @pytest.fixture(scope="module")
 def hf_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One tiny HF Trainer run with the HF callback, TensorBoard (what report_to=
-    "tensorboard" adds) and its trainer_state.json."""
+    "tensorboard" adds) and its trainer_state.json, written by the Trainer's own writer after
+    a second eval set evaluated at the last step (same-step train, eval and eval_b entries).
+    Trained once for the tests of this module that read it."""
     from transformers.integrations import TensorBoardCallback
 
     from ocms_integrations.hf import OcmsCallback
 
     root = tmp_path_factory.mktemp("hf")
     trainer = train_tiny_bert(root / "output", [OcmsCallback(), TensorBoardCallback()])
+    trainer.evaluate(eval_dataset=token_classification_data(16, seed=3), metric_key_prefix="eval_b")
     trainer.state.save_to_json(str(root / "output" / "trainer_state.json"))
     return root / "output"
 
