@@ -316,13 +316,14 @@ def test_a_queue_overflow_marks_the_directory_and_costs_bounded_memory(tmp_path:
         tracemalloc.start()
         try:
             flood(tmp_path, writes)  # while the thread pauses for 3 s
-            (tmp_path / "lost.csv").write_text("0,1\n")  # the queue is full: event dropped
+            # Dropped by the kernel if the queue is still full, else seen: either way the full
+            # read that the overflow asks for finds the file.
+            (tmp_path / "lost.csv").write_text("0,1\n")
             seen = collect_until(watcher, lambda seen: DIRECTORY in seen)
             _now, peak = tracemalloc.get_traced_memory()
         finally:
             tracemalloc.stop()
         assert DIRECTORY in seen
-        assert "lost.csv" not in seen  # dropped by the kernel: only the full read finds it
         print(f"\n{writes} writes over a queue of {queue_limit}: peak {peak / 1e6:.2f} MB traced")
         assert peak < 4e6, "the watcher kept the flood's events"
         quiet(watcher, 3.5)
