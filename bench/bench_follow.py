@@ -184,7 +184,7 @@ def figure_latency(sizes: Sizes, workspace: Workspace) -> list[Row]:
     from ocms_tui.follow.session import FOLLOW_SECONDS as MIN_REFRESH_SECONDS
 
     samples = sizes.latency_samples
-    warm_up = 0.5 if sizes.is_tiny else WARM_UP_SECONDS
+    warm_up = WARM_UP_SECONDS if sizes.name == "full" else 0.5
     slow, fast = _pauses(SLOW_RATE, samples, seed=7), _pauses(FAST_RATE, samples, seed=8)
 
     def session(name: str, poll: float | None, pauses: list[float]) -> list[float]:
@@ -287,7 +287,7 @@ def _watcher_cost(
 
 
 def figure_watcher_cost(sizes: Sizes, workspace: Workspace) -> Row:
-    warm_up, window = {"tiny": (0.5, 1.0), "quick": (1.0, 3.0)}.get(sizes.name, (1.0, 5.0))
+    warm_up, window = {"tiny": (0.5, 1.0), "quick": (0.5, 2.0)}.get(sizes.name, (1.0, 5.0))
     repeats = 2 if sizes.name == "full" else 1
     runs: dict[str, list[dict[str, float]]] = {kind: [] for kind in WATCH_KINDS}
     for repeat in range(repeats):  # alternated, so that both meet the same machine load
