@@ -33,7 +33,6 @@ from __future__ import annotations
 import bisect
 import os
 import re
-import shlex
 import shutil
 import signal
 import subprocess
@@ -113,16 +112,16 @@ _TMUX_ENVIRONMENT = {
 }
 
 
-def _orphan_guard(owner: int, pane: int, server: int, socket_path: str) -> str:
-    """A shell job of the tmux server that ends the dashboard and the server once `owner`
+def _orphan_guard(owner: int) -> str:
+    """A shell job for the tmux server that ends the dashboard and the server once `owner`
     (this benchmark) is gone without closing them: killed outright (SIGKILL, `timeout -k`),
     it can run no cleanup of its own, and a tmux server is a daemon that would keep the
-    dashboard drawing for hours. The server ends its jobs when it exits, so after a normal
-    close nothing of it is left."""
+    dashboard drawing for hours. tmux fills in the pane's and its own pid and socket; it
+    ends its jobs when it exits, so after a normal close nothing of the guard is left."""
     return (
         f"while kill -0 {owner} 2>/dev/null; do sleep 1; done;"
-        f" rm -f {shlex.quote(socket_path)}; kill -TERM {pane} 2>/dev/null; sleep 2;"
-        f" kill -KILL {pane} 2>/dev/null; kill {server} 2>/dev/null"
+        ' rm -f "#{socket_path}"; kill -TERM #{pane_pid} 2>/dev/null; sleep 2;'
+        " kill -KILL #{pane_pid} 2>/dev/null; kill #{pid} 2>/dev/null"
     )
 
 
@@ -137,21 +136,21 @@ class TmuxDashboard:
         environment = f"PYTHONPATH={os.environ.get('PYTHONPATH', '')}"
         shell_command = f"exec {sys.executable} -m ocms_tui {directory}"
         self.started = time.monotonic()
+        # The guard is set up by the same tmux command as the session: a benchmark killed
+        # right after starting the server must not leave it running.
         self._tmux(
             "new-session", "-d", "-x", str(TERMINAL[0]), "-y", str(TERMINAL[1]),
             "-e", environment, "-e", "TERM=xterm-256color", "-e", f"LANG={UTF8}",
             "-e", f"LC_ALL={UTF8}", "-e", f"COLUMNS={TERMINAL[0]}", "-e", f"LINES={TERMINAL[1]}",
-            shell_command,
+            shell_command, ";", "run-shell", "-b", _orphan_guard(os.getpid()),
         )  # fmt: skip
-        pane, server, socket_path = (
-            self._tmux("display-message", "-p", "#{pane_pid}\t#{pid}\t#{socket_path}")
+        pane, socket_path = (
+            self._tmux("display-message", "-p", "#{pane_pid}\t#{socket_path}")
             .rstrip("\n")
             .split("\t")
         )
         self.pid = int(pane)
         self.socket_path = Path(socket_path)
-        guard = _orphan_guard(os.getpid(), self.pid, int(server), socket_path)
-        self._tmux("run-shell", "-b", guard)
 
     def _tmux(self, *arguments: str) -> str:
         # -u and a UTF-8 locale: without them tmux shows braille as "_" to a client it
