@@ -461,7 +461,7 @@ class _Windows:
     """Seconds of each measuring window, per benchmark size."""
 
     key_rounds: int
-    idle: float  # CPU idle: a tick is 10 ms, 0.33% of a core over 3 s (target 1%)
+    idle: float  # CPU idle: a tick is 10 ms, 0.5% of a core over 2 s (target 1%)
     follow: float  # CPU while 10 and while 1,000 rows/s are written
     freshness: float  # per write rate
     writer_warm_up: float
@@ -469,7 +469,7 @@ class _Windows:
 
 WINDOWS = {
     "full": _Windows(key_rounds=5, idle=15.0, follow=15.0, freshness=20.0, writer_warm_up=1.0),
-    "quick": _Windows(key_rounds=1, idle=3.0, follow=2.0, freshness=4.0, writer_warm_up=0.5),
+    "quick": _Windows(key_rounds=1, idle=2.0, follow=2.0, freshness=4.0, writer_warm_up=0.5),
     "tiny": _Windows(key_rounds=1, idle=1.0, follow=1.0, freshness=2.5, writer_warm_up=0.5),
 }
 

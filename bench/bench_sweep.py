@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import math
 import shutil
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench_screen import KEYS, Screen, TmuxDashboard, _percentile, _settle
+from bench_screen import KEYS, Screen, TmuxDashboard, _percentile, _settle, _settle_quietly
 from common import Row, Sizes, make_row, not_measured, seconds
 from data import RUN_CHARTS, Workspace
 
@@ -38,9 +37,9 @@ class _Plan:
 
 PLANS = {
     "full": _Plan(runs=500, rows=2_000, many_runs=2_000, many_rows=500, launches=2, key_rounds=2),
-    # A fifth and a seventh of the runs: what a sweep costs more than one run of as many
+    # A fifth and a tenth of the runs: what a sweep costs more than one run of as many
     # rows, its keys and its memory, and many runs found and drawn, in under a minute.
-    "quick": _Plan(runs=100, rows=2_000, many_runs=300, many_rows=100, launches=1, key_rounds=1),
+    "quick": _Plan(runs=100, rows=2_000, many_runs=200, many_rows=100, launches=1, key_rounds=1),
     "tiny": _Plan(runs=20, rows=200, many_runs=50, many_rows=50, launches=1, key_rounds=1),
 }
 
@@ -69,7 +68,7 @@ def _launch(directory: Path, total_rows: int, last_step: int, keys: int = 0) -> 
         done = screen.wait_for(_complete(total_rows, last_step), timeout=600)
         result: dict[str, object] = {"complete": done.at - screen.started}
         pressed: list[float] = []
-        time.sleep(1.0)
+        _settle_quietly(screen)
         for _ in range(keys):
             for key, _label in KEYS:
                 try:
