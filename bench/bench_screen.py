@@ -469,7 +469,7 @@ class _Windows:
 
 WINDOWS = {
     "full": _Windows(key_rounds=5, idle=15.0, follow=15.0, freshness=20.0, writer_warm_up=1.0),
-    "quick": _Windows(key_rounds=1, idle=2.0, follow=2.0, freshness=4.0, writer_warm_up=0.5),
+    "quick": _Windows(key_rounds=1, idle=2.0, follow=1.5, freshness=3.5, writer_warm_up=0.5),
     "tiny": _Windows(key_rounds=1, idle=1.0, follow=1.0, freshness=2.5, writer_warm_up=0.5),
 }
 

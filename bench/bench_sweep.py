@@ -37,9 +37,9 @@ class _Plan:
 
 PLANS = {
     "full": _Plan(runs=500, rows=2_000, many_runs=2_000, many_rows=500, launches=2, key_rounds=2),
-    # A fifth and a tenth of the runs: what a sweep costs more than one run of as many
-    # rows, its keys and its memory, and many runs found and drawn, in under a minute.
-    "quick": _Plan(runs=100, rows=2_000, many_runs=200, many_rows=100, launches=1, key_rounds=1),
+    # A tenth of the runs: what a sweep costs more than one run of as many rows, its keys
+    # and its memory, and hundreds of runs found and drawn, in under half a minute.
+    "quick": _Plan(runs=50, rows=2_000, many_runs=200, many_rows=100, launches=1, key_rounds=1),
     "tiny": _Plan(runs=20, rows=200, many_runs=50, many_rows=50, launches=1, key_rounds=1),
 }
 
