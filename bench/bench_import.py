@@ -151,7 +151,9 @@ def data_server_load(binary: str, directory: Path, checksum: bool) -> float:
 def run(sizes: Sizes, workspace: Workspace) -> list[Row]:
     scalars = SCALARS[sizes.name]
     directory = workspace.fixture(
-        f"import-tb-{scalars}", lambda directory: write_events(directory, scalars)
+        f"import-tb-{scalars}",
+        lambda directory: write_events(directory, scalars),
+        made_by=(write_events,),
     )
     label = f"TensorBoard read, {scalars:,} scalars ({len(TAGS)} tags)"
     timing = interleaved({"ours": lambda: ours(directory, scalars)}, sizes.rounds)["ours"]

@@ -175,12 +175,12 @@ _STAGING_PREFIX = ".making-"
 _STAGING_HOURS = 6  # a fixture still being made after this long was abandoned (a kill -9)
 
 
-def _fingerprint(build: Callable[..., object]) -> str:
-    """The code that decides a fixture's bytes: this file and its builder's module."""
+def _fingerprint(made_by: tuple[Callable[..., object], ...]) -> str:
+    """The code that decides a fixture's bytes: this file and the functions outside it that
+    write the fixture."""
     digest = hashlib.sha256(Path(__file__).read_bytes())
-    source = inspect.getsourcefile(build)
-    if source is not None and Path(source).resolve() != Path(__file__).resolve():
-        digest.update(Path(source).read_bytes())
+    for function in made_by:
+        digest.update(inspect.getsource(function).encode())
     return digest.hexdigest()[:12]
 
 
@@ -217,14 +217,21 @@ class Workspace:
         else:
             prune_fixtures(self.fixtures)
 
-    def fixture(self, name: str, build: Callable[[Path], object]) -> Path:
+    def fixture(
+        self,
+        name: str,
+        build: Callable[[Path], object],
+        made_by: tuple[Callable[..., object], ...] = (),
+    ) -> Path:
         """The directory `build(directory)` fills, made once for every benchmark run that
-        shares these fixtures. It is built beside its final place and renamed there, so a
+        shares these fixtures. `name` must say every parameter of the data, and `made_by`
+        name the functions outside this file that write it (their code is part of the
+        fixture's fingerprint). It is built beside its final place and renamed there, so a
         fixture is either whole or absent, also with two benchmarks making it at once.
         Its files are in the page cache, as those of a run just written (read once per
         benchmark run if it was made earlier)."""
         assert self.fixtures is not None
-        target = self.fixtures / f"{name}-{_fingerprint(build)}"
+        target = self.fixtures / f"{name}-{_fingerprint(made_by)}"
         if target.is_dir():
             os.utime(target)  # in use: not pruned
             if target not in self._in_cache:
