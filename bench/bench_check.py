@@ -66,7 +66,7 @@ def figure_clean(sizes: Sizes, workspace: Workspace) -> Row:
             "polars": lambda: run_command(polars_argv, 0),
         },
         sizes.process_rounds,
-        warmup=False,  # the run was just written: it is in the page cache already
+        warmup=False,  # fresh processes; the run's files are in the page cache (Workspace)
     )
     ours, theirs = timings["ours"].median, timings["polars"].median
     return make_row(
@@ -98,7 +98,7 @@ def figure_one_bad_row(sizes: Sizes, workspace: Workspace) -> Row:
     timings = interleaved(
         {"ours": check_finds_the_row, "csv.reader": lambda: run_command(naive_argv, 0)},
         sizes.slow_rounds,
-        warmup=False,  # the file was just written: it is in the page cache already
+        warmup=False,  # the file was just written: it is in the page cache
     )
     exact, lines = exact_lines_used(directory, loss_file, LOSS_CHART[1])
     elsewhere = sum(

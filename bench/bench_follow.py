@@ -12,8 +12,8 @@
    p99 ~FOLLOW_SECONDS): reading sooner would redraw sooner too, the cost the following-CPU
    rows measure.
 8. The watcher's own CPU while a run writes 1,000 rows/s to six charts (6,000 `os.write`s a
-   second), ours against watchdog's observer on the same writes, each in a process of its
-   own with a consumer draining it as the session does.
+   second), ours against watchdog's observer on the same writes at the same time, each in a
+   process of its own with a consumer draining it as the session does.
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ def figure_latency(sizes: Sizes, workspace: Workspace) -> list[Row]:
     from ocms_tui.follow.session import FOLLOW_SECONDS as MIN_REFRESH_SECONDS
 
     samples = sizes.latency_samples
-    warm_up = 0.5 if sizes.is_tiny else WARM_UP_SECONDS
+    warm_up = WARM_UP_SECONDS if sizes.name == "full" else 0.5
     slow, fast = _pauses(SLOW_RATE, samples, seed=7), _pauses(FAST_RATE, samples, seed=8)
 
     def session(name: str, poll: float | None, pauses: list[float]) -> list[float]:
@@ -252,48 +252,70 @@ def watcher_cost_child(kind: str, directory: str, warm_up: float, window: float)
     print(json.dumps(result), flush=True)
 
 
-def _watcher_cost(
-    kind: str, directory: Path, first_step: int, warm_up: float, window: float
-) -> dict[str, float]:
-    """One watcher process and one writer process (bench_screen's LiveWriter, 6 charts at
-    WATCH_RATE rows/s) on the same directory."""
+def _watcher_costs(
+    directory: Path, first_step: int, warm_up: float, window: float
+) -> dict[str, dict[str, float]]:
+    """Each kind of watcher in a process of its own, both at once on the same directory and
+    the same writes (one writer process: bench_screen's LiveWriter, 6 charts at WATCH_RATE
+    rows/s), so that both meet the same events and the same machine."""
     environment_path = [str(BENCH_DIRECTORY), *sys.path]
-    code = (
-        f"import sys; sys.path[:0] = {environment_path!r}; from bench_follow import"
-        f" watcher_cost_child; watcher_cost_child({kind!r}, {str(directory)!r},"
-        f" {warm_up!r}, {window!r})"
-    )
     writer_code = (
         f"import sys; sys.path[:0] = {environment_path!r}; from pathlib import Path;"
         f" from bench_screen import LiveWriter;"
         f" writer = LiveWriter(Path({str(directory)!r}), {first_step!r}, {WATCH_RATE!r},"
         f" {warm_up + window + 1.0!r}); writer.start(); writer.join()"
     )
-    with subprocess.Popen(
-        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    ) as watcher:
-        assert watcher.stdin is not None and watcher.stdout is not None
-        if watcher.stdout.readline().strip() != "ready":
-            raise AssertionError(f"the {kind} watcher process did not start")
-        writer = subprocess.Popen([sys.executable, "-c", writer_code])
+    processes: list[subprocess.Popen[str]] = []
+    try:
+        watchers = {}
+        for kind in WATCH_KINDS:
+            code = (
+                f"import sys; sys.path[:0] = {environment_path!r}; from bench_follow import"
+                f" watcher_cost_child; watcher_cost_child({kind!r}, {str(directory)!r},"
+                f" {warm_up!r}, {window!r})"
+            )
+            watchers[kind] = subprocess.Popen(
+                [sys.executable, "-c", code],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            processes.append(watchers[kind])
+        for kind, watcher in watchers.items():
+            assert watcher.stdout is not None
+            if watcher.stdout.readline().strip() != "ready":
+                raise AssertionError(f"the {kind} watcher process did not start")
+        writer = subprocess.Popen([sys.executable, "-c", writer_code], text=True)
+        processes.append(writer)
         time.sleep(0.5)  # the writer imports numpy and formats its rows first
-        watcher.stdin.write("go\n")
-        watcher.stdin.flush()
-        output, _ = watcher.communicate(timeout=warm_up + window + 60)
+        for watcher in watchers.values():
+            assert watcher.stdin is not None
+            watcher.stdin.write("go\n")
+            watcher.stdin.flush()
+        outputs = {
+            kind: watcher.communicate(timeout=warm_up + window + 60)[0]
+            for kind, watcher in watchers.items()
+        }
         writer.wait(timeout=60)
-    if watcher.returncode != 0 or writer.returncode != 0:
-        raise AssertionError(f"watcher {watcher.returncode}, writer {writer.returncode}")
-    return json.loads(output.splitlines()[-1])
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    failed = [process.returncode for process in processes if process.returncode != 0]
+    if failed:
+        raise AssertionError(f"watcher or writer processes failed: exit statuses {failed}")
+    return {kind: json.loads(output.splitlines()[-1]) for kind, output in outputs.items()}
 
 
 def figure_watcher_cost(sizes: Sizes, workspace: Workspace) -> Row:
-    warm_up, window = {"tiny": (0.5, 1.0), "quick": (1.0, 3.0)}.get(sizes.name, (1.0, 5.0))
+    warm_up, window = {"tiny": (0.5, 1.0), "quick": (0.5, 2.0)}.get(sizes.name, (1.0, 5.0))
     repeats = 2 if sizes.name == "full" else 1
     runs: dict[str, list[dict[str, float]]] = {kind: [] for kind in WATCH_KINDS}
-    for repeat in range(repeats):  # alternated, so that both meet the same machine load
-        for kind in WATCH_KINDS:
-            directory = workspace.copy(workspace.run(sizes.small_rows), f"watch-{kind}-{repeat}")
-            runs[kind].append(_watcher_cost(kind, directory, sizes.small_rows, warm_up, window))
+    for repeat in range(repeats):
+        directory = workspace.copy(workspace.run(sizes.small_rows), f"watch-{repeat}")
+        for kind, cost in _watcher_costs(directory, sizes.small_rows, warm_up, window).items():
+            runs[kind].append(cost)
     ours, theirs = (statistics.median(run["cpu"] for run in runs[kind]) for kind in WATCH_KINDS)
     mine, peer = runs["inotify"][-1], runs["watchdog"][-1]
     return make_row(

@@ -150,8 +150,11 @@ def data_server_load(binary: str, directory: Path, checksum: bool) -> float:
 
 def run(sizes: Sizes, workspace: Workspace) -> list[Row]:
     scalars = SCALARS[sizes.name]
-    directory = workspace.scratch(f"import-tb-{scalars}")
-    write_events(directory, scalars)
+    directory = workspace.fixture(
+        f"import-tb-{scalars}",
+        lambda directory: write_events(directory, scalars),
+        made_by=(write_events,),
+    )
     label = f"TensorBoard read, {scalars:,} scalars ({len(TAGS)} tags)"
     timing = interleaved({"ours": lambda: ours(directory, scalars)}, sizes.rounds)["ours"]
     rows: list[Row] = []
@@ -212,6 +215,7 @@ raise SystemExit(main(["import", sys.argv[1], "--out", sys.argv[2]]))
 """
 # Issue 27: 1,000,000 TensorBoard scalars imported end to end (a fresh process) in 3 s.
 IMPORT_TARGET_SECONDS = 3.0
+IMPORT_TARGET_SCALARS = 1_000_000
 
 
 def full_import_row(directory: Path, scalars: int, sizes: Sizes, workspace: Workspace) -> Row:
@@ -243,18 +247,23 @@ def full_import_row(directory: Path, scalars: int, sizes: Sizes, workspace: Work
             ),
         },
         max(1, sizes.process_rounds),
+        warmup=False,  # fresh processes; the event file is in the page cache (Workspace)
     )
     _same_files(made["bulk"], made["row by row"])
     bulk, row_by_row = timings["bulk"].median, timings["row by row"].median
-    target = IMPORT_TARGET_SECONDS * scalars / 1_000_000
+    if scalars == IMPORT_TARGET_SCALARS:
+        target, met = f"<= {seconds(IMPORT_TARGET_SECONDS)}", bulk <= IMPORT_TARGET_SECONDS
+    else:  # the target's seconds do not scale down: a process start alone takes ~0.5 s
+        target = f"faster than row by row ({seconds(IMPORT_TARGET_SECONDS)} at 1,000,000)"
+        met = bulk < row_by_row
     return make_row(
         f"ocms-tui import of {scalars:,} TensorBoard scalars, end to end (a process each): "
         "bulk writer vs row by row through OcmsRecorder.log()",
         seconds(bulk),
         seconds(row_by_row),
         bulk / row_by_row,
-        f"<= {seconds(target)}",
-        bulk <= target,
+        target,
+        met,
         f"medians of {max(1, sizes.process_rounds)} interleaved rounds; CPU "
         f"{seconds(timings['bulk'].cpu_median)} vs {seconds(timings['row by row'].cpu_median)}; "
         "both outputs byte-identical",

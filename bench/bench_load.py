@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 from baselines import csv_reader_load, polars_load
 from common import Row, Sizes, interleaved, make_row, seconds
 from data import LOSS_CHART, Workspace, chart_rows, file_size_mb, write_tensorboard
@@ -77,8 +78,10 @@ def figure_tensorboard(sizes: Sizes, workspace: Workspace) -> list[Row]:
 
     steps = sizes.tensorboard_steps
     rows = chart_rows(0, steps)
-    events = workspace.scratch(f"tensorboard-{steps}")
-    scalars = write_tensorboard(events, rows, LOSS_CHART[1])
+    events = workspace.fixture(
+        f"tensorboard-{steps}", lambda directory: write_tensorboard(directory, rows, LOSS_CHART[1])
+    )
+    scalars = int(sum(np.count_nonzero(~np.isnan(column)) for column in rows.columns))
     directory = workspace.run(steps, charts=1)
 
     def tensorboard_load() -> None:

@@ -51,6 +51,8 @@ METRIC_KEYS = (
 FIGURE = "recorder log(), 10 metrics over 6 charts"
 WIDENING_FIGURE = "slowest recorder log() while a {size} chart widens"
 WIDEN_FULL_BYTES = 1 << 30  # the 1 GB
+# --quick: a copy of about a second still has hundreds of log() calls waiting on it.
+WIDEN_QUICK_BYTES = 256 << 20
 WIDEN_TINY_BYTES = 16 << 20  # the smoke test's: still above the recorder's inline size
 # A training step every few ms: fast training; the rows logged during the copy wait in
 # memory (all of them, while the disk takes writes) and are written when it ends.

@@ -12,29 +12,36 @@ screen (bench_screen's harness), against one run holding as many rows.
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
 import shutil
-import signal
-import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from bench_screen import KEYS, Screen, TmuxDashboard, _percentile, _settle
+from bench_screen import KEYS, Screen, TmuxDashboard, _percentile, _settle, _settle_quietly
 from common import Row, Sizes, make_row, not_measured, seconds
-from data import RUN_CHARTS, Workspace, write_run
+from data import RUN_CHARTS, Workspace
 
 CHARTS = len(RUN_CHARTS)
 
 
-def write_sweep(root: Path, runs: int, rows: int) -> Path:
-    """`runs` finished runs named like a sweep (`lr_<i>_seed<j>`), each of every chart."""
-    if root.exists():
-        return root
-    for index in range(runs):
-        write_run(root / f"lr_{index % 50}_seed{index // 50}", rows, seed=index)
-    return root
+@dataclass(frozen=True)
+class _Plan:
+    runs: int
+    rows: int
+    many_runs: int
+    many_rows: int
+    launches: int  # of the sweep and of the one big run, alternately
+    key_rounds: int  # in the first launch of the sweep, once it is complete
+
+
+PLANS = {
+    "full": _Plan(runs=500, rows=2_000, many_runs=2_000, many_rows=500, launches=2, key_rounds=2),
+    # A tenth of the runs: what a sweep costs more than one run of as many rows, its keys
+    # and its memory, and hundreds of runs found and drawn, in under half a minute.
+    "quick": _Plan(runs=50, rows=2_000, many_runs=200, many_rows=100, launches=1, key_rounds=1),
+    "tiny": _Plan(runs=20, rows=200, many_runs=50, many_rows=50, launches=1, key_rounds=1),
+}
 
 
 def _complete(total_rows: int, last_step: int) -> Callable[[Screen], bool]:
@@ -61,7 +68,7 @@ def _launch(directory: Path, total_rows: int, last_step: int, keys: int = 0) -> 
         done = screen.wait_for(_complete(total_rows, last_step), timeout=600)
         result: dict[str, object] = {"complete": done.at - screen.started}
         pressed: list[float] = []
-        time.sleep(1.0)
+        _settle_quietly(screen)
         for _ in range(keys):
             for key, _label in KEYS:
                 try:
@@ -72,19 +79,7 @@ def _launch(directory: Path, total_rows: int, last_step: int, keys: int = 0) -> 
         result["rss_mb"] = _peak_rss_mb(screen.pid)
     finally:
         screen.close()
-        _end(screen.pid)
     return result
-
-
-def _end(pid: int) -> None:
-    """A dashboard still busy drawing may not have answered `q` nor the hang-up of its
-    closed pane: ended here, or it would draw on, unseen, through the next launches."""
-    for _ in range(50):
-        if not os.path.exists(f"/proc/{pid}"):
-            return
-        time.sleep(0.1)
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
 
 
 def _peak_rss_mb(pid: int) -> float:
@@ -98,19 +93,20 @@ def _peak_rss_mb(pid: int) -> float:
 def run(sizes: Sizes, workspace: Workspace) -> list[Row]:
     if shutil.which("tmux") is None:
         return [not_measured("sweep figures (tmux)", "-", "needs tmux on PATH")]
-    tiny = sizes.is_tiny
-    runs, rows = (20, 200) if tiny else (500, 2_000)
+    plan = PLANS[sizes.name]
+    runs, rows = plan.runs, plan.rows
     big_rows = runs * rows  # one run holding as many rows per chart
-    many_runs, many_rows = (50, 50) if tiny else (2_000, 500)
-    sweep = write_sweep(workspace.root / f"sweep-{runs}x{rows}", runs, rows)
+    many_runs, many_rows = plan.many_runs, plan.many_rows
+    sweep = workspace.sweep(runs, rows)
     single = workspace.run(big_rows)
-    launches = 1 if tiny else 2
+    launches = plan.launches
     sweep_results, single_results = [], []
-    for _ in range(launches):  # alternately, so that both meet the same machine
-        sweep_results.append(_launch(sweep, runs * rows * CHARTS, rows - 1))
+    for launch in range(launches):  # alternately, so that both meet the same machine
+        keys = plan.key_rounds if launch == 0 else 0
+        sweep_results.append(_launch(sweep, runs * rows * CHARTS, rows - 1, keys=keys))
         single_results.append(_launch(single, big_rows * CHARTS, big_rows - 1))
-    keyed = _launch(sweep, runs * rows * CHARTS, rows - 1, keys=1 if tiny else 2)
-    many = write_sweep(workspace.root / f"sweep-{many_runs}x{many_rows}", many_runs, many_rows)
+    keyed = sweep_results[0]
+    many = workspace.sweep(many_runs, many_rows)
     many_result = _launch(many, many_runs * many_rows * CHARTS, many_rows - 1)
     where = "`python -m ocms_tui` in tmux 160x48"
     sweep_time = _percentile([float(r["complete"]) for r in sweep_results], 0.5)  # type: ignore[arg-type]
@@ -130,8 +126,9 @@ def run(sizes: Sizes, workspace: Workspace) -> list[Row]:
             ratio,
             "ratio <= 1.5",
             ratio <= 1.5,
-            f"medians of {launches} alternating launches; complete = every row counted, not"
-            " loading, every legend on screen at the last step",
+            (f"medians of {launches} alternating launches" if launches > 1 else "one launch each")
+            + "; complete = every row counted, not loading, every legend on screen at the last"
+            " step",
         ),
         make_row(
             f"keys on the sweep of {runs} runs ({where})",

@@ -1,5 +1,13 @@
 """Deterministic benchmark data: training-like runs as the recorder writes them.
 
+Generated data is kept between benchmark runs in a fixture directory (FIXTURES, or
+`--fixtures DIR`): a run of 6 x 1,000,000 rows or a sweep of 2,000 runs is written once and
+then only read, so a benchmark measures the product and not its own data generation. Each
+fixture's name carries a fingerprint of the code that made it (this file and the module of
+its builder), so changed generation code makes new fixtures; fixtures unused for
+FIXTURE_DAYS days are removed. Benchmarks that change files work on copies in the run's
+temporary directory, which is removed at the end.
+
 metrics.json comes from the real `OcmsRecorder` (one logged step lays the charts out); the
 million-row CSVs are then written in bulk by polars, because formatting them row by row in
 Python takes longer than every benchmark together. polars prints a float exactly as
@@ -9,15 +17,20 @@ checks the first rows against `format_rows` (the recorder's formatting) to prove
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import os
 import shutil
 import tempfile
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import polars as pl
-from ocms_recorder import OcmsRecorder, chart_file_name
+from ocms_recorder import METRICS_JSON, OcmsRecorder, chart_file_name
+from page_cache import read_into_cache
 
 # Six charts of four series, like a VLA training run; eval_loss is mostly gaps (one value
 # every EVAL_EVERY steps), as in a real loss chart.
@@ -79,11 +92,15 @@ def format_rows(rows: ChartRows) -> bytes:
     return "".join(lines).encode()
 
 
-def write_chart_csv(path: Path, rows: ChartRows) -> None:
+def write_chart_csv(path: Path, rows: ChartRows, checked: bool = True) -> None:
+    """`checked`: compare the first rows with the recorder's formatting (once per kind of
+    data is enough: a sweep checks its first run)."""
     frame = pl.DataFrame(
         {"step": rows.steps, **{f"v{i}": column for i, column in enumerate(rows.columns)}}
     ).with_columns(pl.col(f"v{i}").fill_nan(None) for i in range(len(rows.columns)))
     frame.write_csv(path, include_header=False)
+    if not checked:
+        return
     head = ChartRows(rows.steps[:_CHECKED_ROWS], tuple(c[:_CHECKED_ROWS] for c in rows.columns))
     expected = format_rows(head)
     with path.open("rb") as written:
@@ -104,14 +121,35 @@ def write_run(
     rows: int,
     charts: tuple[tuple[str, tuple[str, ...]], ...] = RUN_CHARTS,
     seed: int = 0,
+    layout_from: Path | None = None,
 ) -> Path:
-    """A finished run: metrics.json plus one `rows`-row CSV per chart."""
+    """A finished run: metrics.json plus one `rows`-row CSV per chart. `layout_from`: a run
+    of the same charts whose metrics.json is copied (and whose rows were checked)."""
     directory.mkdir(parents=True, exist_ok=True)
-    write_layout(directory, charts)
+    if layout_from is None:
+        write_layout(directory, charts)
+    else:
+        shutil.copyfile(layout_from / METRICS_JSON, directory / METRICS_JSON)
     for name, _ in charts:
         index = next(i for i, (known, _) in enumerate(RUN_CHARTS) if known == name)
-        write_chart_csv(directory / chart_file_name(name), chart_rows(index, rows, seed))
+        write_chart_csv(
+            directory / chart_file_name(name),
+            chart_rows(index, rows, seed),
+            checked=layout_from is None,
+        )
     return directory
+
+
+def write_sweep(root: Path, runs: int, rows: int) -> Path:
+    """`runs` finished runs named like a sweep (`lr_<i>_seed<j>`), each of every chart, each
+    with its own values (seeded by its index)."""
+    first: Path | None = None
+    for index in range(runs):
+        made = write_run(
+            root / f"lr_{index % 50}_seed{index // 50}", rows, seed=index, layout_from=first
+        )
+        first = first or made
+    return root
 
 
 def write_tensorboard(directory: Path, rows: ChartRows, tags: tuple[str, ...]) -> int:
@@ -131,21 +169,101 @@ def write_tensorboard(directory: Path, rows: ChartRows, tags: tuple[str, ...]) -
     return written
 
 
+FIXTURES = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ocms-tui-bench"
+FIXTURE_DAYS = 7
+_STAGING_PREFIX = ".making-"
+_STAGING_HOURS = 6  # a fixture still being made after this long was abandoned (a kill -9)
+
+
+def _fingerprint(made_by: tuple[Callable[..., object], ...]) -> str:
+    """The code that decides a fixture's bytes: this file and the functions outside it that
+    write the fixture."""
+    digest = hashlib.sha256(Path(__file__).read_bytes())
+    for function in made_by:
+        digest.update(inspect.getsource(function).encode())
+    return digest.hexdigest()[:12]
+
+
+def prune_fixtures(directory: Path, now: float | None = None) -> None:
+    """Remove fixtures unused for FIXTURE_DAYS and abandoned half-made ones."""
+    now = time.time() if now is None else now
+    for entry in directory.iterdir() if directory.is_dir() else ():
+        try:
+            age = now - entry.stat().st_mtime
+        except OSError:
+            continue
+        limit = (
+            _STAGING_HOURS * 3600
+            if entry.name.startswith(_STAGING_PREFIX)
+            else FIXTURE_DAYS * 86400
+        )
+        if age > limit:
+            shutil.rmtree(entry, ignore_errors=True)
+
+
 @dataclass
 class Workspace:
-    """A temporary directory holding the generated runs, each made once per benchmark run."""
+    """Where a benchmark run keeps its data: generated runs in `fixtures` (kept between
+    benchmark runs; None: inside `root`, removed with it) and copies and scratch files in
+    `root`, a temporary directory removed by close()."""
 
+    fixtures: Path | None = None
     root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="ocms-bench-")))
-    _made: dict[tuple[str, int], Path] = field(default_factory=dict)
+    _in_cache: set[Path] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        if self.fixtures is None:
+            self.fixtures = self.root / "fixtures"
+        else:
+            prune_fixtures(self.fixtures)
+
+    def fixture(
+        self,
+        name: str,
+        build: Callable[[Path], object],
+        made_by: tuple[Callable[..., object], ...] = (),
+    ) -> Path:
+        """The directory `build(directory)` fills, made once for every benchmark run that
+        shares these fixtures. `name` must say every parameter of the data, and `made_by`
+        name the functions outside this file that write it (their code is part of the
+        fixture's fingerprint). It is built beside its final place and renamed there, so a
+        fixture is either whole or absent, also with two benchmarks making it at once.
+        Its files are in the page cache, as those of a run just written (read once per
+        benchmark run if it was made earlier)."""
+        assert self.fixtures is not None
+        target = self.fixtures / f"{name}-{_fingerprint(made_by)}"
+        if target.is_dir():
+            os.utime(target)  # in use: not pruned
+            if target not in self._in_cache:
+                read_into_cache(target)
+                self._in_cache.add(target)
+            return target
+        self.fixtures.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f"{_STAGING_PREFIX}{name}-", dir=self.fixtures))
+        try:
+            build(staging)
+            try:
+                staging.rename(target)
+            except OSError:
+                if not target.is_dir():
+                    raise  # not another benchmark that made it first: a real failure
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)  # gone when renamed
+        self._in_cache.add(target)
+        return target
 
     def run(self, rows: int, charts: int = len(RUN_CHARTS)) -> Path:
         """A finished run of `charts` charts of `rows` rows (the first chart is the loss chart)."""
-        key = (f"run{charts}", rows)
-        if key not in self._made:
-            self._made[key] = write_run(
-                self.root / f"run-{charts}x{rows}", rows, RUN_CHARTS[:charts]
-            )
-        return self._made[key]
+        return self.fixture(
+            f"run-{charts}x{rows}",
+            lambda directory: write_run(directory, rows, RUN_CHARTS[:charts]),
+        )
+
+    def sweep(self, runs: int, rows: int) -> Path:
+        """A sweep of `runs` finished runs of `rows` rows (write_sweep)."""
+        return self.fixture(
+            f"sweep-{runs}x{rows}", lambda directory: write_sweep(directory, runs, rows)
+        )
 
     def copy(self, source: Path, name: str, linked: bool = False) -> Path:
         """A fresh copy of a generated run, for benchmarks that change files.
@@ -156,7 +274,7 @@ class Workspace:
         target = self.root / name
         if target.exists():
             shutil.rmtree(target)
-        shutil.copytree(source, target, copy_function=os.link if linked else shutil.copy2)
+        shutil.copytree(source, target, copy_function=_link_or_copy if linked else shutil.copy2)
         return target
 
     def scratch(self, name: str) -> Path:
@@ -168,6 +286,13 @@ class Workspace:
 
     def close(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # fixtures on another filesystem than the temporary directory
+        shutil.copy2(source, target)
 
 
 def file_size_mb(path: Path) -> float:

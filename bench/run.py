@@ -28,7 +28,7 @@ from types import FrameType
 
 import bench_recorder
 from common import FULL, QUICK, TINY, Row, Sizes, machine_facts, not_measured
-from data import Workspace
+from data import FIXTURES, Workspace
 
 COLUMNS = ("figure", "ours", "baseline", "ratio", "target", "met", "note")
 # The baselines that only the benchmarks need (the `bench` extra); without them a group
@@ -37,9 +37,10 @@ OPTIONAL_PACKAGES = frozenset({"tensorboard", "tensorboardX"})
 
 
 def _recorder(sizes: Sizes, workspace: Workspace) -> list[Row]:
-    widen_bytes = (
-        bench_recorder.WIDEN_TINY_BYTES if sizes.is_tiny else bench_recorder.WIDEN_FULL_BYTES
-    )
+    widen_bytes = {
+        "tiny": bench_recorder.WIDEN_TINY_BYTES,
+        "quick": bench_recorder.WIDEN_QUICK_BYTES,
+    }.get(sizes.name, bench_recorder.WIDEN_FULL_BYTES)
     return bench_recorder.run(quick=sizes is not FULL) + bench_recorder.widening_rows(widen_bytes)
 
 
@@ -74,11 +75,19 @@ GROUPS: dict[str, tuple[str, Callable[[Sizes, Workspace], list[Row]]]] = {
 }
 
 
-def run_groups(sizes: Sizes, names: list[str]) -> tuple[list[Row], bool]:
-    """Rows of every group asked for, and whether all of them ran to the end."""
+def run_groups(
+    sizes: Sizes, names: list[str], fixtures: Path | None = None
+) -> tuple[list[Row], bool]:
+    """Rows of every group asked for, and whether all of them ran to the end. `fixtures`:
+    where generated data is kept between benchmark runs (None: made afresh, then removed)."""
     rows: list[Row] = []
     complete = True
-    workspace = Workspace()
+    workspace = Workspace(fixtures)
+    print(
+        f"data: {fixtures or 'generated afresh'}; temporary files: {workspace.root}",
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         for name in names:
             title, run = GROUPS[name]
@@ -189,27 +198,41 @@ def stop_everything_started() -> None:
         socket.unlink(missing_ok=True)
 
 
+def _ignore_stop_signals() -> None:
+    for number in (*STOP_SIGNALS, signal.SIGINT):
+        signal.signal(number, signal.SIG_IGN)
+
+
 @contextmanager
 def ended_on_signals() -> Iterator[None]:
     """SIGTERM and SIGHUP unwind the benchmark as Ctrl-C does (its `finally` blocks close
-    dashboards and remove the workspace); whatever way it ends, what it started is ended."""
+    dashboards and remove the workspace); whatever way it ends, what it started is ended.
+
+    Only the first signal unwinds: `timeout` sends its SIGTERM twice (to the benchmark, then
+    to its whole process group), and a terminal's Ctrl-C may be pressed again; a second
+    exception raised inside the `finally` blocks would cut their cleanup short (it once
+    left the workspace's 1 GB behind)."""
 
     def stop(number: int, _frame: FrameType | None) -> None:
+        _ignore_stop_signals()
         raise Stopped(number)
 
+    def interrupt(_number: int, _frame: FrameType | None) -> None:
+        _ignore_stop_signals()
+        raise KeyboardInterrupt
+
     previous = {number: signal.signal(number, stop) for number in STOP_SIGNALS}
+    previous_interrupt = signal.signal(signal.SIGINT, interrupt)
     try:
         yield
     finally:
-        # A second signal must not cut the cleanup short.
-        for number in (*STOP_SIGNALS, signal.SIGINT):
-            signal.signal(number, signal.SIG_IGN)
+        _ignore_stop_signals()
         try:
             stop_everything_started()
         finally:
             for number, handler in previous.items():
                 signal.signal(number, handler)
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+            signal.signal(signal.SIGINT, previous_interrupt)
 
 
 def _cell(row: Row, column: str) -> str:
@@ -262,6 +285,19 @@ def main(argv: list[str] | None = None) -> int:
         "--tiny", action="store_true", help="tiny sizes, only proves the harness runs (tests)"
     )
     parser.add_argument("--markdown", metavar="FILE", type=Path, help="also write the table here")
+    fixtures = parser.add_mutually_exclusive_group()
+    fixtures.add_argument(
+        "--fixtures",
+        metavar="DIR",
+        type=Path,
+        help=f"where generated data is kept between runs (default {FIXTURES}; with --tiny:"
+        " made afresh)",
+    )
+    fixtures.add_argument(
+        "--fresh",
+        action="store_true",
+        help="generate the data into the temporary directory and remove it afterwards",
+    )
     parser.add_argument(
         "--only",
         metavar="GROUP",
@@ -274,9 +310,10 @@ def main(argv: list[str] | None = None) -> int:
     facts = machine_facts()
     started = time.perf_counter()
     names = [name for name in GROUPS if not options.only or name in options.only]
+    kept = None if options.fresh else options.fixtures or (None if options.tiny else FIXTURES)
     try:
         with ended_on_signals():
-            rows, complete = run_groups(sizes, names)
+            rows, complete = run_groups(sizes, names, kept)
     except KeyboardInterrupt:
         print("stopped (Ctrl-C); everything it started has been ended", file=sys.stderr)
         return 128 + signal.SIGINT

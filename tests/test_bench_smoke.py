@@ -7,6 +7,8 @@ docs/performance.md's table). Not a timed test.
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -29,15 +31,25 @@ HEADER = ("figure", "ours", "baseline", "ratio", "target", "met", "note")
 
 def test_every_benchmark_runs_and_the_table_is_printed(tmp_path: Path) -> None:
     markdown = tmp_path / "performance.md"
-    finished = subprocess.run(
+    with subprocess.Popen(
         [sys.executable, str(BENCH), "--tiny", "--markdown", str(markdown)],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=360,
-        check=False,
-    )
-    assert finished.returncode == 0, finished.stdout + finished.stderr
-    lines = finished.stdout.splitlines()
+    ) as bench:
+        try:
+            stdout, stderr = bench.communicate(timeout=360)
+        except subprocess.TimeoutExpired:
+            bench.kill()
+            raise
+    assert bench.returncode == 0, stdout + stderr
+    # A normal end leaves nothing behind either: its temporary directory (with --tiny, the
+    # generated data too) and its private tmux servers are gone.
+    workspace = re.search(r"temporary files: (\S+)", stderr)
+    assert workspace is not None and not Path(workspace.group(1)).exists(), stderr
+    tmux_directory = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}"
+    assert not list(tmux_directory.glob(f"ocms-bench-{bench.pid}-*"))
+    lines = stdout.splitlines()
     facts = dict(line.split(": ", 1) for line in lines[: lines.index("")])
     assert {"date", "machine", "python", "libraries"} <= facts.keys()
     assert "polars" in facts["libraries"] and "numpy" in facts["libraries"]
