@@ -141,7 +141,7 @@ async def _first_paint(
             panels = app.grid.panels
             if (
                 first_paint is None
-                and len(panels) == len(app.model.charts) > 0
+                and len(panels) == len(app.session.runs[0].model.charts) > 0
                 and all(_shows_rows(panel.plot) for panel in panels)
                 and all(panel.table.shown_last_step == rows - 1 for panel in panels)
             ):

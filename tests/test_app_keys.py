@@ -281,7 +281,7 @@ async def test_reload_problems_help_and_quit(tmp_path: Path) -> None:
     app = OcmsApp(tmp_path, watch=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_demo(pilot, app)
-        charts_before = app.model.charts
+        charts_before = app.session.runs[0].model.charts
         fresh = RunModel(tmp_path)
         fresh.load_settled()
         await pilot.press("r")
@@ -291,12 +291,12 @@ async def test_reload_problems_help_and_quit(tmp_path: Path) -> None:
             pilot,
             lambda: (
                 app.idle
-                and app.model.charts is not charts_before
-                and app.model.total_rows == fresh.total_rows
+                and app.session.runs[0].model.charts is not charts_before
+                and app.session.runs[0].model.total_rows == fresh.total_rows
             ),
         )
         await wait_for(pilot, lambda: len(panels(app)) == 6)
-        assert app.model.total_rows == fresh.total_rows > 500
+        assert app.session.runs[0].model.total_rows == fresh.total_rows > 500
 
         pane = app.query_one(ProblemsPane)
         assert pane.display

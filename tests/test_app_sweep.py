@@ -94,7 +94,7 @@ async def test_o_ranks_by_the_next_series_and_a_sign_forces_the_order(tmp_path: 
         await wait_for(pilot, lambda: "by accuracy (highest first)" in screen_text(app))
         assert list_names(app) == best_first
         assert app.run_view.featured == tuple(
-            run_key(run) for name in best_first[:3] for run in app.runs if run.name == name
+            run_key(run) for name in best_first[:3] for run in app.session.runs if run.name == name
         )
 
 
