@@ -173,7 +173,7 @@ async def test_g_draws_seeds_as_their_mean_with_a_band(tmp_path: Path) -> None:
         assert [name for name, _ in loss.runs.groups][:3] == ["lr_b", "lr_a", "lr_c0"]
         assert [line.run for line in loss.listed] == ["lr_b (2 runs)"] * 2 + ["lr_a (2 runs)"] * 2
         lr_b_loss = loss.listed[0]
-        found = loss._band(lr_b_loss)
+        found = loss.frames.band(lr_b_loss, loss.view.smoothing, loss.view.log_y)
         assert found is not None
         # The mean of 0.1 + 0.9 .. and 0.2 + 0.9 ..: at the last step 0.15, band 0.1 .. 0.2.
         assert found.mean[-1] == pytest.approx(0.15)

@@ -68,11 +68,6 @@ def expected_picture(
     return Text.from_ansi(built, no_wrap=True).plain
 
 
-def prepared(panel: ChartPanel, series: int) -> float | None:
-    """The smoothing made ahead for `series` of the panel's (first) chart, not yet drawn."""
-    return panel.shared.series.prepared_smoothing(panel.chart, series)
-
-
 def shown_picture(panel: ChartPanel) -> str:
     return panel.plot.render().plain  # type: ignore[union-attr]
 
@@ -97,10 +92,12 @@ async def test_each_view_key_draws_the_right_picture_at_a_million_rows(tmp_path:
             assert redrawn.plot.plotext_builds - plotext_builds == redrawn.plot.builds - builds
 
         # The focused chart's next smoothing is made ahead, off the UI thread.
-        await wait_for(pilot, lambda: all(prepared(loss, index) == 0.6 for index in range(3)))
+        await wait_for(
+            pilot, lambda: all(loss.prepared_smoothing(index) == 0.6 for index in range(3))
+        )
         await press("s", loss)
         assert Text.from_markup(loss.border_title).plain == "loss · ema 0.6 · linear"
-        assert all(prepared(loss, index) != 0.6 for index in range(3))  # taken
+        assert all(loss.prepared_smoothing(index) != 0.6 for index in range(3))  # taken
         assert shown_picture(loss) == expected_picture(loss, data["loss"], 0.6, False, None)
 
         await press("l", loss)

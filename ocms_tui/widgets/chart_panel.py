@@ -168,6 +168,10 @@ class ChartPanel(Vertical, can_focus=True):
     def charts(self) -> tuple[ChartFrame, ...]:
         return self.frames.charts
 
+    def prepared_smoothing(self, series: int) -> float | None:
+        """The smoothing made ahead for `series` of the first run's chart, not yet drawn."""
+        return self.shared.series.prepared_smoothing(self.chart, series)
+
     def compose(self) -> ComposeResult:
         yield self.plot
         yield self.table
