@@ -7,10 +7,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from app_support import append_rows, screen_text, wait_for, write_layout
+from app_support import (
+    HandSession,
+    append_rows,
+    chart_frame,
+    hand_run,
+    hand_state,
+    screen_text,
+    wait_for,
+    write_layout,
+)
 from textual.widgets import SelectionList
 
-from ocms_tui.follow.session import run_key
+from ocms_tui.follow.run_table import Ranking
+from ocms_tui.follow.session import SessionState, run_key
 from ocms_tui.format.ranking import SortKey
 from ocms_tui.ui.app import OcmsApp
 from ocms_tui.widgets.chart_panel import DEFAULT_TOP_RUNS, MUTED_COLOR, ChartPanel
@@ -156,15 +166,41 @@ async def test_broken_runs_are_badged_ranked_last_and_leave_the_others_drawn(
         assert len(panel(app, "loss").lines) == (len(best_first) + 1) * 2
 
 
+def hand_sweep(parent: Path, finals: dict[str, float]) -> SessionState:
+    """What the session publishes after reading `write_run` runs of these final losses, made
+    by hand: the screen's part is tested without a reading thread."""
+    runs = [
+        hand_run(
+            parent / name,
+            chart_frame(
+                "loss",
+                {
+                    "loss": [final + (9 - step) * 0.1 for step in range(10)],
+                    "eval_loss": [final * 2] * 10,
+                },
+            ),
+            color=color,
+        )
+        for color, (name, final) in enumerate(finals.items())
+    ]
+    order = sorted(runs, key=lambda run: finals[run.name])
+    ranking = Ranking(
+        SortKey.parse("loss"),
+        tuple(run.key for run in order),
+        tuple(finals[run.name] for run in order),
+        ("loss", "eval_loss"),
+    )
+    return hand_state(1, runs, ranking=ranking)
+
+
 async def test_g_draws_seeds_as_their_mean_with_a_band(tmp_path: Path) -> None:
     finals = {"lr_a_seed0": 0.2, "lr_a_seed1": 0.4, "lr_b_seed0": 0.1, "lr_b_seed1": 0.2}
     finals |= {f"lr_c{index}_seed0": 0.5 + index / 10 for index in range(6)}
-    for name, final in finals.items():
-        write_run(tmp_path / name, final)
-    app = OcmsApp(tmp_path, watch=False, top=2)
+    session = HandSession([tmp_path / name for name in finals])
+    app = OcmsApp(tmp_path, session=session, top=2)
     async with app.run_test(size=SIZE) as pilot:
-        await app.settle()
-        await wait_for(pilot, lambda: len(app.grid.panels) == 1)
+        session.show(hand_sweep(tmp_path, finals))
+        await wait_for(pilot, lambda: len(app.grid.panels) == 1 and app.idle)
         await pilot.press("g")
         loss = panel(app, "loss")
         await wait_for(pilot, lambda: bool(loss.runs.groups))

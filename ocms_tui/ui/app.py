@@ -208,6 +208,9 @@ class OcmsApp(RunRanking, ChartKeys, App[int]):
 
     @property
     def overlaid(self) -> bool:
+        """Several runs: the state on screen says so (before the first, the session)."""
+        if self.state is not None:
+            return self.state.overlaid
         return len(self.session.runs) > 1
 
     def on_mount(self) -> None:
@@ -266,7 +269,7 @@ class OcmsApp(RunRanking, ChartKeys, App[int]):
 
     def _apply(self, state: SessionState, changed: set[str]) -> None:
         previous, self.state = self.state, state
-        if previous is not None and previous.overlaid != state.overlaid:
+        if previous is None or previous.overlaid != state.overlaid:
             self.run_list.display = state.overlaid  # a second run appeared
             self.refresh_bindings()
             self.query_one(KeyFooter).refresh_keys()
