@@ -109,5 +109,3 @@ def test_short_names_keep_what_tells_the_runs_apart() -> None:
     assert short_names(["x/a_long_name", "y/a_long_name"]) == ["x", "y"]
     assert short_names(["run_1/ocms_metrics"]) == ["run_1/ocms_metrics"]
     assert short_names(["a", "a"]) == ["a", "a"]
-
-

@@ -1,6 +1,7 @@
 """RunModel: one metrics directory as charts, series and problems, kept up to date.
 
-Pure Python (no Textual): the dashboard reads it, `--check` loads it once and reports it.
+Pure Python (no Textual): the dashboard's session reads it on its own thread and publishes its
+charts as frames (`follow.frames`); `--check` loads it once and reports it.
 """
 
 from __future__ import annotations

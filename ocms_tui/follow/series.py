@@ -75,9 +75,10 @@ class GrowableArray:
 class SeriesStore:
     """Steps plus one float column per y-axis name (NaN = gap), with running stats.
 
-    One thread appends; others may read at any time: `rows` is published last, so a
-    reader that takes `rows` first always sees buffers at least that long. With
-    `keep_values=False` only counts and stats are kept (a one-shot check needs no series).
+    The reading thread alone appends and reads it; other threads get frames
+    (`ChartData.frame`): read-only views up to `rows`, which appends never write into (they
+    write past them, or into a new buffer when one grows). With `keep_values=False` only
+    counts and stats are kept (a one-shot check needs no series).
     """
 
     def __init__(self, series: int, keep_values: bool = True) -> None:

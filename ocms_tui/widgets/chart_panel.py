@@ -312,7 +312,7 @@ class ChartPanel(Vertical, can_focus=True):
             for number, line in enumerate(self.lines)
             if number not in self.view.hidden and line.key in by_key
         ]
-        if sum(len(chart.steps) for chart, _ in series) > PREPARE_MAX_VALUES:
+        if sum(chart.rows for chart, _ in series) > PREPARE_MAX_VALUES:
             return
         views = self.shared.series
         # Handed over without waiting (not call_from_thread, which blocks until the loop
