@@ -90,7 +90,7 @@ class SessionState:
         return len(self.runs) > 1
 
 
-def run_key(run: TrackedRun | RunFrame) -> str:
+def run_key(run: TrackedRun) -> str:
     return os.path.abspath(run.directory)
 
 
