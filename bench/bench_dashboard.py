@@ -28,6 +28,7 @@ from textual_plotext.plot import Plot
 
 from ocms_tui.draw.plotting import ChartCanvas, Picture, PlotRequest, Series, series_color
 from ocms_tui.follow.model import ChartData, RunModel
+from ocms_tui.follow.views import SeriesViews
 from ocms_tui.widgets.chart_plot import ChartPlot
 
 TERMINAL = (160, 48)
@@ -55,18 +56,20 @@ class _ChartBuilder:
         self.chart = chart
         self.request = PlotRequest(*size)
         self.canvas = ChartCanvas(Plot())
+        self.views = SeriesViews()
 
     def build(self) -> Picture:
         chart = self.chart
-        steps = chart.steps()
-        # As the panel draws: each series with the M4 pyramid kept with the data.
+        frame = chart.frame()
+        # As the panel draws: the chart's frame, each series with the M4 pyramid kept in the
+        # view cache.
         series = [
             Series(
-                steps,
-                chart.values(index),
+                frame.steps,
+                frame.values[index],
                 series_color(index),
                 steps_sorted=True,
-                pyramid=chart.shown(index, 0.0, False).pyramid,
+                pyramid=self.views.shown(frame, index, 0.0, False).pyramid,
             )
             for index in range(len(chart.y_axis))
         ]
