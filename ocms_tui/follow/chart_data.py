@@ -198,7 +198,7 @@ class ChartData:
             earlier_passes_dropped=store.earlier_passes_dropped,
             last_step=store.last_step,
             sampled=self.sampled,
-            marks=tuple(self.marks(index) for index in series),
+            marks=self.all_marks(),
             # Handed over once the rows they cover are drawn: this thread stops there.
             pyramids=self._pyramids if store is self._store else (),
         )
@@ -272,13 +272,16 @@ class ChartData:
         """Steps of series `series` a chart marks: (step, rule, below). A nan or inf is
         marked above the curve (nothing can draw it), a -inf below it, a spike or the
         start of a divergence above it; the first MAX_PROBLEMS_PER_RULE_AND_FILE of each."""
-        name = self.y_axis[series]
-        found = {
-            (problem.step, problem.rule.value, " is -inf;" in problem.message)
-            for problem in (*self.follower.problems, *self.health_problems())
-            if problem.series == name and problem.step is not None
-        }
-        return tuple(sorted(found))  # type: ignore[arg-type]
+        return self.all_marks()[series]
+
+    def all_marks(self) -> tuple[tuple[Mark, ...], ...]:
+        """`marks` of every series, from one pass over the problems."""
+        found: dict[str, set[Mark]] = {name: set() for name in self.y_axis}
+        for problem in (*self.follower.problems, *self.health_problems()):
+            if problem.series in found and problem.step is not None:
+                below = " is -inf;" in problem.message
+                found[problem.series].add((problem.step, problem.rule.value, below))
+        return tuple(tuple(sorted(found[name])) for name in self.y_axis)
 
     def file_problems(self) -> list[Problem]:
         """Row problems found so far plus the file's current state."""

@@ -334,12 +334,12 @@ class FollowSession:
         selected = [frame for frame in frames if frame.key not in self.hidden_runs]
         charts = overlay_frames(selected)
         # What is drawn: a large file's rows read behind its sample change no picture.
-        versions: dict[str, tuple[tuple[int, int], ...]] = {}
-        for run in runs:
-            if run_key(run) not in self.hidden_runs:
+        drawn: dict[str, list[tuple[int, int]]] = {}
+        for run, frame in zip(runs, frames, strict=True):
+            if frame.key not in self.hidden_runs:
                 for chart in run.model.charts:
-                    drawn = (chart.chart_id, chart.version)
-                    versions[chart.name] = (*versions.get(chart.name, ()), drawn)
+                    drawn.setdefault(chart.name, []).append((chart.chart_id, chart.version))
+        versions = {name: tuple(found) for name, found in drawn.items()}
         if self.paused:
             changed: frozenset[str] = frozenset()  # paused: the screen keeps its picture
         else:

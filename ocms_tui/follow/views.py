@@ -19,7 +19,8 @@ from ocms_tui.draw.pyramid import MinMaxPyramid
 from ocms_tui.follow.frames import ChartFrame
 from ocms_tui.follow.series import GrowableArray
 
-ViewKey = tuple[int, int, float, bool]  # generation, series, smoothing, log_y
+SeriesKey = tuple[int, int]  # generation, series
+ViewSetting = tuple[float, bool]  # smoothing, log_y
 
 
 class ShownSeries:
@@ -123,37 +124,37 @@ class ShownSeries:
 
 
 class SeriesViews:
-    """The drawing states of every chart's series (`ShownSeries`), by (generation, series,
-    smoothing, log axis). Per series it keeps the stored values' own view (no copy), the
-    setting last asked for and, for a log view, its linear base; every other setting is
-    dropped, since each smoothing is a copy of the series (8 bytes a value) and the view
-    changes far less often than rows arrive. Only the UI thread uses it."""
+    """The drawing states of every chart's series (`ShownSeries`), by (generation, series)
+    and then by (smoothing, log axis). Per series it keeps the stored values' own view (no
+    copy), the setting last asked for and, for a log view, its linear base; every other
+    setting is dropped, since each smoothing is a copy of the series (8 bytes a value) and
+    the view changes far less often than rows arrive. Only the UI thread uses it."""
 
     def __init__(self) -> None:
-        self._shown: dict[ViewKey, ShownSeries] = {}
-        self._prepared: dict[tuple[int, int], ShownSeries] = {}  # a smoothing made ahead
+        # Per series first: a sweep draws thousands, and a new setting of one must not
+        # look at the others'.
+        self._shown: dict[SeriesKey, dict[ViewSetting, ShownSeries]] = {}
+        self._prepared: dict[SeriesKey, ShownSeries] = {}  # a smoothing made ahead
 
     def shown(self, frame: ChartFrame, series: int, smoothing: float, log_y: bool) -> ShownSeries:
         """The drawing state of `series` of `frame`'s rows at a view setting, made at its
         first use (call `values(frame.values[series])` on it for the values drawn)."""
-        generation = frame.generation
-        key = (generation, series, smoothing, log_y)
-        found = self._shown.get(key)
+        key = (frame.generation, series)
+        settings = self._shown.setdefault(key, {})
+        found = settings.get((smoothing, log_y))
         if found is None:
             base = self.shown(frame, series, smoothing, False) if log_y else None
-            kept = {key, (generation, series, 0.0, False), (generation, series, smoothing, False)}
-            for other in [
-                k for k in self._shown if k[:2] == (generation, series) and k not in kept
-            ]:
-                del self._shown[other]
-            prepared = self._prepared.get((generation, series))
+            kept = {(smoothing, log_y), (0.0, False), (smoothing, False)}
+            for other in [setting for setting in settings if setting not in kept]:
+                del settings[other]
+            prepared = self._prepared.get(key)
             if not log_y and prepared is not None and prepared.smoothing == smoothing:
-                found = self._prepared.pop((generation, series))
+                found = self._prepared.pop(key)
             elif smoothing <= 0 and not log_y and series < len(frame.pyramids):
                 found = ShownSeries(0.0, False, pyramid=frame.pyramids[series])
             else:
                 found = ShownSeries(smoothing, log_y, base)
-            self._shown[key] = found
+            settings[(smoothing, log_y)] = found
         return found
 
     def keep(self, generations: Iterable[int]) -> None:
@@ -178,7 +179,7 @@ class SeriesViews:
         key = (frame.generation, series)
 
         def hand_over() -> None:
-            if (*key, smoothing, False) not in self._shown:
+            if (smoothing, False) not in self._shown.get(key, {}):
                 self._prepared[key] = prepared
 
         return hand_over
