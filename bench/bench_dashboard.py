@@ -31,6 +31,7 @@ from ocms_tui.draw.plot_render import Picture
 from ocms_tui.draw.plotting import ChartCanvas
 from ocms_tui.draw.series_style import series_color
 from ocms_tui.follow.model import ChartData, RunModel
+from ocms_tui.follow.views import SeriesViews
 from ocms_tui.widgets.chart_plot import ChartPlot
 
 TERMINAL = (160, 48)
@@ -58,18 +59,20 @@ class _ChartBuilder:
         self.chart = chart
         self.request = PlotRequest(*size)
         self.canvas = ChartCanvas(Plot())
+        self.views = SeriesViews()
 
     def build(self) -> Picture:
         chart = self.chart
-        steps = chart.steps()
-        # As the panel draws: each series with the M4 pyramid kept with the data.
+        frame = chart.frame()
+        # As the panel draws: the chart's frame, each series with the M4 pyramid kept in the
+        # view cache.
         series = [
             Series(
-                steps,
-                chart.values(index),
+                frame.steps,
+                frame.values[index],
                 series_color(index),
                 steps_sorted=True,
-                pyramid=chart.shown(index, 0.0, False).pyramid,
+                pyramid=self.views.shown(frame, index, 0.0, False).pyramid,
             )
             for index in range(len(chart.y_axis))
         ]
@@ -144,7 +147,7 @@ async def _first_paint(
             panels = app.grid.panels
             if (
                 first_paint is None
-                and len(panels) == len(app.model.charts) > 0
+                and len(panels) == len(app.session.runs[0].model.charts) > 0
                 and all(_shows_rows(panel.plot) for panel in panels)
                 and all(panel.table.shown_last_step == rows - 1 for panel in panels)
             ):

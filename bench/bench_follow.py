@@ -150,7 +150,9 @@ async def _dashboard_latencies(
         deadline = time.monotonic() + sum(pauses) * 2 + 30
         while seen < first_step + len(pauses) - 1 and time.monotonic() < deadline:
             await asyncio.sleep(0.001)
-            loss = next((chart for chart in app.model.charts if chart.name == "loss"), None)
+            loss = next(
+                (chart for chart in app.session.runs[0].model.charts if chart.name == "loss"), None
+            )
             last = -1 if loss is None or loss.last_step is None else loss.last_step
             now = time.perf_counter()
             for step in range(seen + 1, last + 1):

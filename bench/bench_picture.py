@@ -18,7 +18,7 @@ from unittest import mock
 from common import interleaved, seconds
 from data import RUN_CHARTS, Workspace
 
-from ocms_tui.follow import model as model_module
+from ocms_tui.follow import chart_data
 from ocms_tui.follow.checker import check_directory
 from ocms_tui.follow.picture import PICTURE_RULES, PictureTally
 
@@ -42,7 +42,7 @@ def picture_cpu(directory: object) -> float:
 
     with (
         mock.patch.object(PictureTally, "add", timed(PictureTally.add)),
-        mock.patch.object(model_module, "picture_problems", timed(model_module.picture_problems)),
+        mock.patch.object(chart_data, "picture_problems", timed(chart_data.picture_problems)),
     ):
         check_directory(directory)
     return spent[0]
@@ -59,7 +59,7 @@ def main() -> None:
         def without_picture() -> object:
             with (
                 mock.patch.object(PictureTally, "add", lambda *_: None),
-                mock.patch.object(model_module, "picture_problems", lambda *_: []),
+                mock.patch.object(chart_data, "picture_problems", lambda *_: []),
             ):
                 result = check_directory(directory)
             assert not any(p.rule in PICTURE_RULES for p in result.problems)

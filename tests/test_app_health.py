@@ -46,7 +46,7 @@ async def test_a_spike_reaches_the_problems_pane_and_the_run_list_within_a_secon
         # is cut at the list's edge).
         assert "1▲ ⚠ spike a " in screen_text(app)
         append_rows(tmp_path / "a" / "loss.csv", [f"121,{values[-1]!r}"])  # back: confirmed
-        await wait_for(pilot, lambda: app.model is not None)
+        await wait_for(pilot, lambda: app.session.runs[0].model is not None)
         await wait_for_text(pilot, "loss spikes to")
 
 
@@ -62,7 +62,7 @@ async def test_a_nan_is_listed_with_its_step(tmp_path: Path) -> None:
         # nan on top (▼), the -inf at the bottom (▲), at their steps.
         await wait_for_text(pilot, "▼")
         plot = app.query_one(ChartPlot)
-        assert [step for step, _, _ in app.model.charts[0].marks(0)] == [120, 121]
+        assert [step for step, _, _ in app.session.runs[0].model.charts[0].marks(0)] == [120, 121]
         assert plot.plotext_builds >= 1
 
 

@@ -228,13 +228,13 @@ async def test_the_focused_chart_smooths_ahead_within_a_memory_limit(
     async with app.run_test(size=(160, 48)) as pilot:
         await open_demo(pilot, app)
         loss, learning_rate = panels(app)[:2]
-        await wait_for(pilot, lambda: loss.chart.prepared_smoothing(0) == 0.6)
-        assert learning_rate.chart.prepared_smoothing(0) is None
+        await wait_for(pilot, lambda: loss.prepared_smoothing(0) == 0.6)
+        assert learning_rate.prepared_smoothing(0) is None
         monkeypatch.setattr(chart_panel, "PREPARE_MAX_VALUES", learning_rate.chart.rows * 2 - 1)
         await pilot.press("right")
         await pilot.pause(0.6)  # past PREPARE_AFTER_SECONDS
         assert app.focused is learning_rate
-        assert learning_rate.chart.prepared_smoothing(0) is None
+        assert learning_rate.prepared_smoothing(0) is None
 
 
 async def test_one_column_at_80_columns_and_the_grid_scrolls(tmp_path: Path) -> None:
@@ -282,7 +282,7 @@ async def test_reload_problems_help_and_quit(tmp_path: Path) -> None:
     app = OcmsApp(tmp_path, watch=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_demo(pilot, app)
-        charts_before = app.model.charts
+        charts_before = app.session.runs[0].model.charts
         fresh = RunModel(tmp_path)
         fresh.load_settled()
         await pilot.press("r")
@@ -292,12 +292,12 @@ async def test_reload_problems_help_and_quit(tmp_path: Path) -> None:
             pilot,
             lambda: (
                 app.idle
-                and app.model.charts is not charts_before
-                and app.model.total_rows == fresh.total_rows
+                and app.session.runs[0].model.charts is not charts_before
+                and app.session.runs[0].model.total_rows == fresh.total_rows
             ),
         )
         await wait_for(pilot, lambda: len(panels(app)) == 6)
-        assert app.model.total_rows == fresh.total_rows > 500
+        assert app.session.runs[0].model.total_rows == fresh.total_rows > 500
 
         pane = app.query_one(ProblemsPane)
         assert pane.display
@@ -327,10 +327,10 @@ async def test_a_view_key_draws_its_frame_before_the_next_smoothing_is_made(
     async with app.run_test(size=(160, 48)) as pilot:
         await open_demo(pilot, app)
         loss = panels(app)[0]
-        await wait_for(pilot, lambda: loss.chart.prepared_smoothing(0) == 0.6)
+        await wait_for(pilot, lambda: loss.prepared_smoothing(0) == 0.6)
         for prepared in (0.9, 0.99):
             builds = loss.plot.builds
             await pilot.press("s")
             await wait_for(pilot, lambda builds=builds: loss.plot.builds > builds)
-            assert loss.chart.prepared_smoothing(0) is None  # not yet: the frame first
-            await wait_for(pilot, lambda p=prepared: loss.chart.prepared_smoothing(0) == p)
+            assert loss.prepared_smoothing(0) is None  # not yet: the frame first
+            await wait_for(pilot, lambda p=prepared: loss.prepared_smoothing(0) == p)

@@ -26,7 +26,7 @@ def start_run(directory: Path, rows: int = 10) -> None:
 
 
 def loss_chart(app: OcmsApp):  # type: ignore[no-untyped-def]
-    return next(chart for chart in app.model.charts if chart.name == "loss")
+    return next(chart for chart in app.session.runs[0].model.charts if chart.name == "loss")
 
 
 async def test_appended_rows_reach_model_and_screen(tmp_path: Path) -> None:
@@ -35,7 +35,9 @@ async def test_appended_rows_reach_model_and_screen(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await wait_for_text(pilot, "step 9 · 10 rows")
         append_rows(tmp_path / "loss.csv", ["10,0.123456,0.5", "11,0.0987654,"])
-        await wait_for(pilot, lambda: bool(app.model.charts) and loss_chart(app).rows == 12)
+        await wait_for(
+            pilot, lambda: bool(app.session.runs[0].model.charts) and loss_chart(app).rows == 12
+        )
         await wait_for_text(pilot, "step 11 · 12 rows", "0.0987654", "0.5 @10")
         assert loss_chart(app).stats(1).latest == 0.5
 
@@ -75,7 +77,7 @@ async def test_replaced_metrics_json_adds_a_chart(tmp_path: Path) -> None:
         write_layout(tmp_path, {"loss": ["loss", "eval_loss"], "grad_norm": ["grad_norm"]})
         await wait_for(pilot, lambda: len(app.query(ChartPanel)) == 2)
         await wait_for_text(pilot, "grad_norm", "step 2 · 3 rows", "1.75")
-        assert [chart.name for chart in app.model.charts] == ["loss", "grad_norm"]
+        assert [chart.name for chart in app.session.runs[0].model.charts] == ["loss", "grad_norm"]
 
 
 async def test_the_shown_app_is_kept_out_of_full_collections_until_its_panels_change(
@@ -126,9 +128,12 @@ async def test_directory_created_late_is_picked_up(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await wait_for_text(pilot, "waiting for", "does not exist yet")
         assert "␊" not in screen_text(app)  # a real line break, not a shown control code
-        assert not app.model.exists
+        assert not app.session.runs[0].model.exists
         start_run(directory, rows=5)
-        await wait_for(pilot, lambda: app.model.exists and bool(app.model.charts))
+        await wait_for(
+            pilot,
+            lambda: app.session.runs[0].model.exists and bool(app.session.runs[0].model.charts),
+        )
         await wait_for_text(pilot, "step 4 · 5 rows", "● live")
         assert "waiting for" not in screen_text(app)
 
@@ -138,7 +143,9 @@ async def test_markup_looking_names_are_shown_literally(tmp_path: Path) -> None:
     app = OcmsApp(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for_text(pilot, MARKUP_NAME, "bad-y-axis-name")
-        markup_chart = next(chart for chart in app.model.charts if chart.name == "markup")
+        markup_chart = next(
+            chart for chart in app.session.runs[0].model.charts if chart.name == "markup"
+        )
         assert markup_chart.y_axis == (MARKUP_NAME,)
         # Shown as its characters in the legend: had it been parsed, "[bold red]" would be gone.
         await wait_for_text(pilot, f"1━ {MARKUP_NAME}")
@@ -149,7 +156,9 @@ async def test_polling_follows_too(tmp_path: Path) -> None:
     app = OcmsApp(tmp_path, poll=0.1)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for_text(pilot, "step 9 · 10 rows")
-        assert [watcher.description for watcher in app.watchers.values()] == ["polling every 0.1s"]
+        assert [watcher.description for watcher in app.session.watchers.values()] == [
+            "polling every 0.1s"
+        ]
         append_rows(tmp_path / "loss.csv", ["10,0.25,"])
         await wait_for_text(pilot, "step 10 · 11 rows")
 

@@ -39,7 +39,7 @@ async def test_legends_list_or_sum_up_and_plots_stay_readable(
         await wait_for(pilot, lambda: len(app.query(ChartPanel)) == 6)
         await pilot.pause()
         # Labels: the runs' distinguishing part only.
-        assert sorted(run.name for run in app.runs) == [f"run{i:02d}" for i in range(runs)]
+        assert sorted(run.name for run in app.session.runs) == [f"run{i:02d}" for i in range(runs)]
         panels = list(app.query(ChartPanel))
         for index, panel in enumerate(panels):
             if index:

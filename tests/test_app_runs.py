@@ -38,11 +38,11 @@ async def test_a_run_appearing_under_the_parent_shows_up(tmp_path: Path) -> None
         assert not app.query_one(RunList).display  # one run: the look it always had
         assert "Runs" not in screen_text(app)  # nor a footer key for a list that is not there
         start_run(tmp_path / "run_2" / "ocms_metrics", rows=8, scale=2.0)
-        await wait_for(pilot, lambda: len(app.runs) == 2, timeout=20)
+        await wait_for(pilot, lambda: len(app.session.runs) == 2, timeout=20)
         await wait_for_text(pilot, "run_1 · loss", "run_2 · loss", "step 7 · 13 rows", "b Runs")
         assert app.query_one(RunList).display
         assert shown_runs(app) == ["run_1", "run_2"]
-        assert loss_panel(app).lines[1].source.chart.stats(0).maximum == 2.0
+        assert loss_panel(app).frames.by_key[loss_panel(app).lines[1].key].stats[0].maximum == 2.0
 
 
 async def test_runs_toggle_off_and_on_from_the_list(tmp_path: Path) -> None:

@@ -7,10 +7,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from app_support import append_rows, screen_text, wait_for, write_layout
+from app_support import (
+    HandSession,
+    append_rows,
+    chart_frame,
+    hand_run,
+    hand_state,
+    screen_text,
+    wait_for,
+    write_layout,
+)
 from textual.widgets import SelectionList
 
-from ocms_tui.follow.session import run_key
+from ocms_tui.follow.run_table import Ranking
+from ocms_tui.follow.session import SessionState, run_key
 from ocms_tui.format.ranking import SortKey
 from ocms_tui.ui.app import OcmsApp
 from ocms_tui.widgets.chart_panel import DEFAULT_TOP_RUNS, MUTED_COLOR, ChartPanel
@@ -94,7 +104,7 @@ async def test_o_ranks_by_the_next_series_and_a_sign_forces_the_order(tmp_path: 
         await wait_for(pilot, lambda: "by accuracy (highest first)" in screen_text(app))
         assert list_names(app) == best_first
         assert app.run_view.featured == tuple(
-            run_key(run) for name in best_first[:3] for run in app.runs if run.name == name
+            run_key(run) for name in best_first[:3] for run in app.session.runs if run.name == name
         )
 
 
@@ -156,15 +166,41 @@ async def test_broken_runs_are_badged_ranked_last_and_leave_the_others_drawn(
         assert len(panel(app, "loss").lines) == (len(best_first) + 1) * 2
 
 
+def hand_sweep(parent: Path, finals: dict[str, float]) -> SessionState:
+    """What the session publishes after reading `write_run` runs of these final losses, made
+    by hand: the screen's part is tested without a reading thread."""
+    runs = [
+        hand_run(
+            parent / name,
+            chart_frame(
+                "loss",
+                {
+                    "loss": [final + (9 - step) * 0.1 for step in range(10)],
+                    "eval_loss": [final * 2] * 10,
+                },
+            ),
+            color=color,
+        )
+        for color, (name, final) in enumerate(finals.items())
+    ]
+    order = sorted(runs, key=lambda run: finals[run.name])
+    ranking = Ranking(
+        SortKey.parse("loss"),
+        tuple(run.key for run in order),
+        tuple(finals[run.name] for run in order),
+        ("loss", "eval_loss"),
+    )
+    return hand_state(1, runs, ranking=ranking)
+
+
 async def test_g_draws_seeds_as_their_mean_with_a_band(tmp_path: Path) -> None:
     finals = {"lr_a_seed0": 0.2, "lr_a_seed1": 0.4, "lr_b_seed0": 0.1, "lr_b_seed1": 0.2}
     finals |= {f"lr_c{index}_seed0": 0.5 + index / 10 for index in range(6)}
-    for name, final in finals.items():
-        write_run(tmp_path / name, final)
-    app = OcmsApp(tmp_path, watch=False, top=2)
+    session = HandSession([tmp_path / name for name in finals])
+    app = OcmsApp(tmp_path, session=session, top=2)
     async with app.run_test(size=SIZE) as pilot:
-        await app.settle()
-        await wait_for(pilot, lambda: len(app.grid.panels) == 1)
+        session.show(hand_sweep(tmp_path, finals))
+        await wait_for(pilot, lambda: len(app.grid.panels) == 1 and app.idle)
         await pilot.press("g")
         loss = panel(app, "loss")
         await wait_for(pilot, lambda: bool(loss.runs.groups))
@@ -173,7 +209,7 @@ async def test_g_draws_seeds_as_their_mean_with_a_band(tmp_path: Path) -> None:
         assert [name for name, _ in loss.runs.groups][:3] == ["lr_b", "lr_a", "lr_c0"]
         assert [line.run for line in loss.listed] == ["lr_b (2 runs)"] * 2 + ["lr_a (2 runs)"] * 2
         lr_b_loss = loss.listed[0]
-        found = loss._band(lr_b_loss)
+        found = loss.frames.band(lr_b_loss, loss.view.smoothing, loss.view.log_y)
         assert found is not None
         # The mean of 0.1 + 0.9 .. and 0.2 + 0.9 ..: at the last step 0.15, band 0.1 .. 0.2.
         assert found.mean[-1] == pytest.approx(0.15)

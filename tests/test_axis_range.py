@@ -21,7 +21,7 @@ from ocms_tui.draw.downsample import ema
 from ocms_tui.draw.plot_plan import PlotRequest, Series
 from ocms_tui.draw.plotting import ChartCanvas
 from ocms_tui.draw.series_style import series_color
-from ocms_tui.follow.series import ShownSeries
+from ocms_tui.follow.views import ShownSeries
 
 LARGEST = 1.7976931348623157e308
 SMALLEST = 5e-324

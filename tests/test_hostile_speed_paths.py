@@ -27,6 +27,7 @@ from terminal_support import Terminal, installed_command
 from ocms_tui.follow import session as session_module
 from ocms_tui.follow.model import ChartData, RunModel
 from ocms_tui.follow.session import FollowSession
+from ocms_tui.follow.views import SeriesViews
 from ocms_tui.format.problems import Rule
 from ocms_tui.ui.app import OcmsApp
 
@@ -342,18 +343,18 @@ def test_a_drawing_reads_one_set_of_rows_while_the_sample_is_replaced(tmp_path: 
     of values drawn at steps they do not belong to. `drawn()` is read once per drawing."""
     _large_run(tmp_path)
     model, chart = _sampled_model(tmp_path)
-    store = chart.drawn()
+    frame = chart.frame()  # what the reading thread publishes
     torn_steps = chart.steps()  # what a drawing read before the replacement ...
     _load(model)  # ... the loading thread replaces the sample ...
     torn_values = chart.values(0)[: len(torn_steps)]  # ... and what it read after
     assert not np.allclose(torn_values, 1 + (torn_steps % 1000) / 1000)  # the torn pairing
-    _assert_rows_of_the_file(store.steps(), store.values(0))  # one store: a consistent frame
-    shown = store.shown(0, 0.0, False)
-    assert len(shown.values(store.values(0))) == len(store.steps())
+    _assert_rows_of_the_file(frame.steps, frame.values[0])  # a frame: consistent, unchanged
+    shown = SeriesViews().shown(frame, 0, 0.0, False)
+    assert len(shown.values(frame.values[0])) == len(frame.steps)
 
 
 def _ema(values: np.ndarray, weight: float) -> np.ndarray:
-    from ocms_tui.follow.series import ShownSeries
+    from ocms_tui.follow.views import ShownSeries
 
     return ShownSeries(weight, False).values(values).copy()
 
@@ -365,19 +366,20 @@ def test_smoothing_made_ahead_of_older_rows_is_never_drawn_over_new_ones(
     """The worker smooths the rows of the moment; the rows change before it hands over."""
     path = _large_run(tmp_path)
     model, chart = _sampled_model(tmp_path)
+    views = SeriesViews()
     if when == "file truncated and rewritten":
         _load(model)
-        hand_over = chart.prepare(0, 0.6)  # the worker, on the old rows
+        hand_over = views.prepare(chart.frame(), 0, 0.6)  # the worker, on the old rows
         path.write_bytes(b"".join(_lines(5000, first=11)))
         model.refresh(budget_bytes=LARGER_THAN)
     else:
         model.refresh(budget_bytes=LARGER_THAN)
-        hand_over = chart.prepare(0, 0.6)  # the worker, on the rows read so far
+        hand_over = views.prepare(chart.frame(), 0, 0.6)  # the worker, on the rows so far
         _load(model)
     hand_over()  # on the drawing thread, after the change
-    store = chart.drawn()
-    drawn = store.shown(0, 0.6, False).values(store.values(0))
-    assert np.allclose(drawn, _ema(store.values(0), 0.6))
+    frame = chart.frame()
+    drawn = views.shown(frame, 0, 0.6, False).values(frame.values[0])
+    assert np.allclose(drawn, _ema(frame.values[0], 0.6))
     _assert_same_as_fresh(model, tmp_path)
 
 
@@ -409,7 +411,7 @@ async def test_extreme_values_through_the_sample_and_the_growing_x_axis(
         await asyncio.to_thread(app.session.step)
         await wait_for(pilot, lambda: len(app.grid.panels) == 1)
         await pilot.pause()
-        assert app.model.charts[0].sampled
+        assert app.session.runs[0].model.charts[0].sampled
         sampled = "\n".join(screen_lines(app))
         assert "~" in sampled and "Traceback" not in sampled, sampled
         for key in "sl]0sl":  # smoothing, log axis and zoom over the sample
@@ -427,7 +429,10 @@ async def test_extreme_values_through_the_sample_and_the_growing_x_axis(
         loaded = "\n".join(screen_lines(app))
         assert app.is_running and "Traceback" not in loaded
         assert f"step {BIG_STEP + 164_999:,}" in loaded, loaded
-        assert app.model.charts[0].rows == 165_000 and not app.model.charts[0].sampled
+        assert (
+            app.session.runs[0].model.charts[0].rows == 165_000
+            and not app.session.runs[0].model.charts[0].sampled
+        )
 
 
 # -- quitting while the two parsing threads read a 6 x 1,000,000-row run --------------------
@@ -550,12 +555,11 @@ async def test_reload_and_smoothing_keys_hammered_during_the_sampled_load(
         assert "1,200,000 rows" in lines and "Traceback" not in lines, lines
         for panel in app.grid.panels:
             chart, smoothing = panel.chart, panel.view.smoothing
-            store = chart.drawn()
             assert not chart.sampled and chart.rows == 600_000
-            _assert_rows_of_the_file(store.steps(), store.values(0))
+            _assert_rows_of_the_file(chart.steps, chart.values[0])
             if smoothing:  # a smoothing made ahead of other rows would differ from this
-                drawn = store.shown(0, smoothing, False).values(store.values(0))
-                assert np.allclose(drawn, _ema(store.values(0), smoothing))
+                drawn = app.shared.series.shown(chart, 0, smoothing, False)
+                assert np.allclose(drawn.values(chart.values[0]), _ema(chart.values[0], smoothing))
 
 
 @pytest.mark.slow

@@ -105,11 +105,11 @@ async def test_each_view_key_draws_the_right_picture_at_a_million_rows(
 
         # The focused chart's next smoothing is made ahead, off the UI thread.
         await wait_for(
-            pilot, lambda: all(loss.chart.prepared_smoothing(index) == 0.6 for index in range(3))
+            pilot, lambda: all(loss.prepared_smoothing(index) == 0.6 for index in range(3))
         )
         await press("s", loss)
         assert Text.from_markup(loss.border_title).plain == "loss · ema 0.6 · linear"
-        assert all(loss.chart.prepared_smoothing(index) != 0.6 for index in range(3))  # taken
+        assert all(loss.prepared_smoothing(index) != 0.6 for index in range(3))  # taken
         assert shown_picture(loss) == expected_picture(loss, data["loss"], 0.6, False, None)
 
         await press("l", loss)

@@ -27,6 +27,7 @@ from ocms_tui.follow.model import RunModel
 from ocms_tui.follow.preview_sample import PREVIEW_BLOCK_BYTES, PREVIEW_BLOCKS
 from ocms_tui.follow.reader import CsvFollower
 from ocms_tui.follow.session import FollowSession
+from ocms_tui.follow.views import SeriesViews
 from ocms_tui.format.problems import Rule
 from ocms_tui.ui.app import OcmsApp
 
@@ -195,8 +196,12 @@ def test_the_model_shows_the_sample_until_every_row_is_read(tmp_path: Path) -> N
         assert chart.version == version and chart.sampled  # nothing to draw meanwhile
     assert not chart.sampled and chart.version == version + 1 and model.loaded_bytes == (0, 0)
     # The default view's M4 pyramids were built as the rows came, not left to the first draw.
+    # They go to the view side with the first frame of the rows they cover.
+    frame = chart.frame()
+    assert len(frame.pyramids) == len(Y_AXIS)
     for series in range(len(Y_AXIS)):
-        pyramid = chart.shown(series, 0.0, False).pyramid
+        pyramid = SeriesViews().shown(frame, series, 0.0, False).pyramid
+        assert pyramid is frame.pyramids[series]
         assert pyramid.length == chart.rows // pyramid.block * pyramid.block > 0
     whole = RunModel(tmp_path)
     whole.refresh()
@@ -316,7 +321,7 @@ async def test_a_large_run_first_shows_its_whole_range_and_says_it_is_loading(
         await wait_for(pilot, lambda: len(app.grid.panels) == 2)
         await pilot.pause()
         first = "\n".join(screen_lines(app))
-        assert all(chart.sampled for chart in app.model.charts)
+        assert all(chart.sampled for chart in app.session.runs[0].model.charts)
         # The latest step in both legends, and that their rows are not all read.
         assert first.count(f"step {rows - 1:,} · loading …") == 2, first
         assert re.search(r"◌ loading \d+%", first), first
@@ -327,7 +332,7 @@ async def test_a_large_run_first_shows_its_whole_range_and_says_it_is_loading(
         await wait_for(pilot, lambda: app.idle)
         await pilot.pause()
         loaded = screen_lines(app)
-    assert not any(chart.sampled for chart in app.model.charts)
+    assert not any(chart.sampled for chart in app.session.runs[0].model.charts)
     assert "loading" not in loaded[0] and f"{2 * rows:,} rows" in loaded[0]
     assert "~" not in "\n".join(loaded)
 
@@ -338,7 +343,7 @@ async def test_a_large_run_first_shows_its_whole_range_and_says_it_is_loading(
         await asyncio.to_thread(whole.session.step)
         await wait_for(pilot, lambda: whole.idle and len(whole.grid.panels) == 2)
         await pilot.pause()
-        assert not any(chart.sampled for chart in whole.model.charts)
+        assert not any(chart.sampled for chart in whole.session.runs[0].model.charts)
         assert screen_lines(whole) == loaded
 
 

@@ -11,7 +11,25 @@ import pytest
 
 from ocms_tui.draw.downsample import EmaState, ema, ema_extend, m4, pixel_columns
 from ocms_tui.draw.pyramid import FEW_NEW_LEAVES, MinMaxPyramid
+from ocms_tui.follow.frames import ChartFrame, next_version, read_only
 from ocms_tui.follow.series import SeriesStore
+from ocms_tui.follow.views import SeriesViews
+
+
+def frame_of(store: SeriesStore) -> ChartFrame:
+    """A one-series store's rows as the reading thread publishes them."""
+    return ChartFrame(
+        name="chart",
+        file="chart.csv",
+        y_axis=("value",),
+        chart_id=0,
+        generation=store.generation,
+        version=next_version(),
+        rows=store.rows,
+        steps=read_only(store.steps()),
+        values=(read_only(store.values(0)),),
+        stats=(store.stats(0),),
+    )
 
 
 def brute_force_m4(values: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
@@ -249,22 +267,25 @@ def test_shown_series_extends_smoothing_and_log_as_rows_arrive() -> None:
     rng = np.random.default_rng(3)
     values = rng.standard_normal(5000)
     store = SeriesStore(1)
+    views = SeriesViews()
     for start in range(0, 5000, 700):
         chunk = values[start : start + 700]
         steps = np.arange(start, start + chunk.size, dtype=np.int64)
         store.append(ParsedRows(steps, (chunk,), chunk.size))
-        shown = store.shown(0, 0.9, True)
-        got = shown.values(store.values(0))
+        shown = views.shown(frame_of(store), 0, 0.9, True)
+        got = shown.values(frame_of(store).values[0])
         expected = ema(values[: start + chunk.size], 0.9)
         expected = np.where(expected > 0, expected, np.nan)
         assert np.allclose(got, expected, rtol=1e-9, equal_nan=True)
-    raw = store.values(0)
-    assert store.shown(0, 0.0, False).values(raw) is raw  # nothing to derive: no copy
+    raw = frame_of(store).values[0]
+    assert (
+        views.shown(frame_of(store), 0, 0.0, False).values(raw) is raw
+    )  # nothing to derive: no copy
     # One derived copy per series at a time: another setting replaces it.
-    smoothed = store.shown(0, 0.9, True)
-    assert store.shown(0, 0.6, False) is not smoothed
-    assert store.shown(0, 0.9, True) is not smoothed  # made again, not kept
-    assert store.shown(0, 0.0, False).values(raw) is raw
+    smoothed = views.shown(frame_of(store), 0, 0.9, True)
+    assert views.shown(frame_of(store), 0, 0.6, False) is not smoothed
+    assert views.shown(frame_of(store), 0, 0.9, True) is not smoothed  # made again, not kept
+    assert views.shown(frame_of(store), 0, 0.0, False).values(raw) is raw
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -285,15 +306,16 @@ def test_log_view_is_its_linear_view_until_a_value_is_not_positive(
     values[turn:][rng.random(count - turn) < 0.2] *= -1
     values[turn + 1] = -np.inf
     store = SeriesStore(1)
+    views = SeriesViews()
     seen = 0
     while seen < count:
         chunk = values[seen : seen + int(rng.integers(1, 900))]
         steps = np.arange(seen, seen + chunk.size, dtype=np.int64)
         store.append(ParsedRows(steps, (chunk,), chunk.size))
         seen += chunk.size
-        raw = store.values(0)
-        linear = store.shown(0, smoothing, False)
-        logged = store.shown(0, smoothing, True)
+        raw = frame_of(store).values[0]
+        linear = views.shown(frame_of(store), 0, smoothing, False)
+        logged = views.shown(frame_of(store), 0, smoothing, True)
         got = logged.values(raw)
         linear_values = linear.values(raw)
         expected = np.where(linear_values > 0, linear_values, np.nan)
@@ -317,7 +339,7 @@ def test_a_linear_view_counts_its_positive_rows_once_as_it_grows(seed: int) -> N
     """`positive_rows` is the length of the leading run of values none <= 0 (gaps count as
     positive), for every prefix a growing series has had; the rows it knew are not looked
     at again (a value changed behind them is not seen: they only ever grow)."""
-    from ocms_tui.follow.series import ShownSeries
+    from ocms_tui.follow.views import ShownSeries
 
     rng = np.random.default_rng(seed)
     values = np.abs(hostile_values(rng, 5000, huge=False)) + 0.5
@@ -337,14 +359,21 @@ def test_toggling_the_log_axis_keeps_the_smoothing_it_is_made_from() -> None:
 
     values = np.linspace(1.0, 2.0, 3000)
     store = SeriesStore(1)
+    views = SeriesViews()
     store.append(ParsedRows(np.arange(3000, dtype=np.int64), (values,), 3000))
-    smoothed = store.shown(0, 0.9, False)
-    first = smoothed.values(store.values(0))
+    smoothed = views.shown(frame_of(store), 0, 0.9, False)
+    first = smoothed.values(frame_of(store).values[0])
     # The log view shows the smoothing's own array: no second EMA, no copy.
-    assert np.shares_memory(store.shown(0, 0.9, True).values(store.values(0)), first)
-    assert store.shown(0, 0.9, False) is smoothed
-    assert not np.shares_memory(store.shown(0, 0.6, True).values(store.values(0)), first)
-    assert store.shown(0, 0.9, False) is not smoothed  # another smoothing replaced it
+    assert np.shares_memory(
+        views.shown(frame_of(store), 0, 0.9, True).values(frame_of(store).values[0]), first
+    )
+    assert views.shown(frame_of(store), 0, 0.9, False) is smoothed
+    assert not np.shares_memory(
+        views.shown(frame_of(store), 0, 0.6, True).values(frame_of(store).values[0]), first
+    )
+    assert (
+        views.shown(frame_of(store), 0, 0.9, False) is not smoothed
+    )  # another smoothing replaced it
 
 
 def test_a_smoothing_prepared_on_another_thread_while_rows_arrive_is_taken_and_extended() -> None:
@@ -358,6 +387,7 @@ def test_a_smoothing_prepared_on_another_thread_while_rows_arrive_is_taken_and_e
     rng = np.random.default_rng(11)
     values = hostile_values(rng, 120_000)
     store = SeriesStore(1)
+    views = SeriesViews()
 
     def append(start: int, stop: int) -> None:
         chunk = values[start:stop]
@@ -365,22 +395,25 @@ def test_a_smoothing_prepared_on_another_thread_while_rows_arrive_is_taken_and_e
 
     append(0, 50_000)
     hand_overs = []
-    preparing = threading.Thread(target=lambda: hand_overs.append(store.prepare(0, 0.9)))
+    before = frame_of(store)  # what the reading thread published
+    preparing = threading.Thread(target=lambda: hand_overs.append(views.prepare(before, 0, 0.9)))
     preparing.start()
     for start in range(50_000, 120_000, 7_000):  # appended while the thread smooths
         append(start, start + 7_000)
     preparing.join()
-    assert store.prepared_smoothing(0) is None  # not handed over yet
+    assert views.prepared_smoothing(frame_of(store), 0) is None  # not handed over yet
     hand_overs[0]()
-    assert store.prepared_smoothing(0) == 0.9
-    assert store.shown(0, 0.6, False).values(store.values(0)) is not None  # another level
-    assert store.prepared_smoothing(0) == 0.9  # ... leaves it be
-    shown = store.shown(0, 0.9, True)  # a log view's base takes it
-    assert store.prepared_smoothing(0) is None
-    linear = store.shown(0, 0.9, False).values(store.values(0))
+    assert views.prepared_smoothing(frame_of(store), 0) == 0.9
+    assert (
+        views.shown(frame_of(store), 0, 0.6, False).values(frame_of(store).values[0]) is not None
+    )  # another level
+    assert views.prepared_smoothing(frame_of(store), 0) == 0.9  # ... leaves it be
+    shown = views.shown(frame_of(store), 0, 0.9, True)  # a log view's base takes it
+    assert views.prepared_smoothing(frame_of(store), 0) is None
+    linear = views.shown(frame_of(store), 0, 0.9, False).values(frame_of(store).values[0])
     expected = ema(values, 0.9)
     assert np.allclose(linear, expected, rtol=1e-9, equal_nan=True)
-    got = shown.values(store.values(0))
+    got = shown.values(frame_of(store).values[0])
     logged = np.where(expected > 0, expected, np.nan)
     assert np.allclose(got, logged, rtol=1e-9, equal_nan=True)
     bounds = np.unique(np.concatenate(([0], rng.integers(0, values.size, 50), [values.size])))

@@ -125,17 +125,17 @@ async def run_dashboard(directory: Path, report: dict[str, Any]) -> None:
         stop = asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
         print("ready", flush=True)
         while not stop.done():  # the writer is writing
-            sample(app.model, expected, report, assert_exact_prefix)
+            sample(app.session.runs[0].model, expected, report, assert_exact_prefix)
             await asyncio.sleep(0.1)
         for reload in (False, True):  # the writer has stopped: read to the end, then reload
             if reload:
                 await pilot.press("r")
             await app.settle(timeout=60)
-            sample(app.model, expected, report, assert_exact_prefix, complete=True)
+            sample(app.session.runs[0].model, expected, report, assert_exact_prefix, complete=True)
         await pilot.pause()
         screen = screen_text(app)
         report["shows_last_step"] = f"step {PLAN_STEPS - 1:,}" in screen
-        report["rows"] = app.model.total_rows
+        report["rows"] = app.session.runs[0].model.total_rows
 
 
 def sample(model, expected, report, assert_exact_prefix, complete=False) -> None:  # type: ignore[no-untyped-def]

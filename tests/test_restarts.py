@@ -127,7 +127,7 @@ async def test_a_rerun_into_the_same_directory_never_draws_a_line_backwards(
         panel = app.query_one(ChartPanel)
         await wait_for(pilot, lambda: not panel.plot.is_stale)
         # The numbers are those of the second pass only.
-        stats = panel.chart.stats(0)
+        stats = panel.chart.stats[0]
         assert (stats.latest, stats.minimum, stats.maximum) == (49.0, 20.0, 49.0)
         # What plotext was handed: one line per pass, none with a step going back.
         monitor = panel.plot.plt.monitor
@@ -148,4 +148,4 @@ async def test_a_file_that_restarts_on_every_other_row_draws_a_few_lines(tmp_pat
         panel = app.query_one(ChartPanel)
         await wait_for(pilot, lambda: not panel.plot.is_stale)
         assert len(panel.plot.plt.monitor.x) <= MAX_KEPT_PASSES
-        assert panel.chart.stats(0).latest == 199.99
+        assert panel.chart.stats[0].latest == 199.99

@@ -6,8 +6,9 @@ from pathlib import Path
 
 from app_support import append_rows, write_layout
 
+from ocms_tui.follow.frames import overlay_frames
 from ocms_tui.follow.runs import short_names
-from ocms_tui.follow.runset import RunSet, combined_problems, overlay
+from ocms_tui.follow.runset import RunSet, combined_problems, run_frame
 from ocms_tui.ui.demo import write_demo_run, write_problem_run
 
 
@@ -61,7 +62,8 @@ def test_overlay_groups_charts_by_name_and_keeps_charts_only_some_runs_have(
     runset = RunSet([tmp_path / "a", tmp_path / "b"])
     for run in runset.runs:
         run.model.refresh()
-    charts = overlay(runset.runs)
+    frames = [run_frame(run) for run in runset.runs]
+    charts = overlay_frames(frames)
     assert [chart.name for chart in charts] == ["loss", "lr", "grad"]
     assert [[source.run.name for source in chart.sources] for chart in charts] == [
         ["a", "b"],
@@ -69,7 +71,7 @@ def test_overlay_groups_charts_by_name_and_keeps_charts_only_some_runs_have(
         ["b"],
     ]
     assert charts[0].sources[1].chart.y_axis == ("loss",)
-    assert overlay(runset.runs[1:])[0].name == "grad"
+    assert overlay_frames(frames[1:])[0].name == "grad"
 
 
 def test_problems_name_their_run_when_there_are_several(tmp_path: Path) -> None:
@@ -107,5 +109,3 @@ def test_short_names_keep_what_tells_the_runs_apart() -> None:
     assert short_names(["x/a_long_name", "y/a_long_name"]) == ["x", "y"]
     assert short_names(["run_1/ocms_metrics"]) == ["run_1/ocms_metrics"]
     assert short_names(["a", "a"]) == ["a", "a"]
-
-

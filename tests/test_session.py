@@ -102,7 +102,10 @@ def test_a_large_run_loads_in_slices_without_waiting(tmp_path: Path) -> None:
     # Then slices of LOAD_BUDGET (model-level steps: test_preview.py).
     while session.step() == 0.0:
         pass
-    assert rows_of(states[-1]) == {"loss": rows, "lr": rows} and not loss.sampled
+    last = next(chart for chart in states[-1].charts if chart.name == "loss").sources[0].chart
+    assert rows_of(states[-1]) == {"loss": rows, "lr": rows} and not last.sampled
+    # The first frame is a value: it still shows the sample it was made of.
+    assert loss.sampled and loss.rows == 0 and last.generation != loss.generation
     assert states[-1].status.state is RunStatus.LIVE and states[-1].idle
     assert states[-1].status.loaded is None
 
@@ -165,7 +168,7 @@ def test_reload_reads_a_file_rewritten_in_place_again(tmp_path: Path) -> None:
     session.reload()
     session.step()
     lr = next(chart for chart in states[-1].charts if chart.name == "lr")
-    assert lr.sources[0].chart.stats(0).latest == 0.002
+    assert lr.sources[0].chart.stats[0].latest == 0.002
 
 
 def test_the_watchers_changed_files_decide_what_is_read(tmp_path: Path) -> None:
@@ -221,7 +224,7 @@ def test_a_burst_of_real_writes_wakes_the_thread_a_few_times_and_reads_only_that
     assert 1 <= len(burst) <= writes // 100, "the writes were not coalesced"
     # Only the written file was read again: lr's panel was never asked to redraw.
     assert frozenset().union(*(state.changed for state in burst)) == {"loss"}
-    assert [run.model.total_rows for run in burst[-1].runs] == [5 + writes + 5]
+    assert [sum(c.rows for c in run.charts) for run in burst[-1].runs] == [5 + writes + 5]
 
 
 def test_runs_are_ranked_by_the_sort_series_and_the_ranking_follows_new_rows(

@@ -1,16 +1,15 @@
 """RunModel: one metrics directory as charts, series and problems, kept up to date.
 
-Pure Python (no Textual): the dashboard reads it, `--check` loads it once and reports it.
+Pure Python (no Textual): the dashboard's session reads it on its own thread and publishes its
+charts as frames (`follow.frames`); `--check` loads it once and reports it.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import stat
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,19 +17,15 @@ from pathlib import Path
 import numpy as np
 from ocms_recorder import CSV_SUFFIX, METRICS_JSON
 
+from ocms_tui.follow.chart_data import ChartData
 from ocms_tui.follow.chart_file import FileState, resolve_inside
 from ocms_tui.follow.health import (
     STALL_INTERVALS,
     STALL_MIN_SECONDS,
-    SeriesHealth,
     stalled_for,
 )
-from ocms_tui.follow.picture import PictureTally, picture_problems
-from ocms_tui.follow.preview_sample import Preview
-from ocms_tui.follow.reader import CsvFollower
-from ocms_tui.follow.series import SeriesStats, SeriesStore, ShownSeries
+from ocms_tui.follow.series import SeriesStats
 from ocms_tui.format.directories import DirectoryProblem, directory_problem
-from ocms_tui.format.parse import ParsedRows
 from ocms_tui.format.problems import Problem, Rule
 from ocms_tui.format.schema import MAX_METRICS_JSON_BYTES, ChartSpec, parse_schema
 from ocms_tui.format.sidecar import SIDECAR_NAME, SidecarReader
@@ -75,282 +70,6 @@ class Change:
     @property
     def any(self) -> bool:
         return self.structure or bool(self.charts) or self.problems
-
-
-class ChartData:
-    """One chart: its spec from metrics.json and the rows read from its CSV.
-
-    A file too large for one read is shown first from a sample of its rows (its whole step
-    range and its latest row, see `CsvFollower.preview`) while every row is read behind it;
-    the rows replace the sample at once when the last of them is read. Meanwhile `rows`
-    counts the rows read, the series and stats are the sample's (`SeriesStats.sampled`),
-    and `version` does not move, so that nothing is drawn twice during a load.
-    """
-
-    def __init__(
-        self,
-        spec: ChartSpec,
-        directory: Path,
-        settle_seconds: float,
-        keep_values: bool = True,
-        health: bool = True,
-    ) -> None:
-        self.spec = spec
-        self._watch_health = health
-        self._health = self._new_health()
-        self.follower = CsvFollower(
-            directory, spec.file, spec.y_axis, settle_seconds, chart=spec.name
-        )
-        self._store = SeriesStore(len(spec.y_axis), keep_values)
-        self._tally = PictureTally(spec.y_axis)
-        self._picture: tuple[int, list[Problem]] | None = None  # (rows, their problems)
-        self._preview: SeriesStore | None = None
-        self._preview_identity: tuple[int, int] | None = None
-        self.version = 0
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def file(self) -> str:
-        return self.spec.file
-
-    @property
-    def y_axis(self) -> tuple[str, ...]:
-        return self.spec.y_axis
-
-    @property
-    def rows(self) -> int:
-        """Rows read from the file (while a sample is shown, fewer than the file holds)."""
-        return self._store.rows
-
-    @property
-    def sampled(self) -> bool:
-        """A sample of the file is shown while its rows are read (see the class)."""
-        return self._preview is not None
-
-    @property
-    def _shown_store(self) -> SeriesStore:
-        return self._store if self._preview is None else self._preview
-
-    def drawn(self) -> SeriesStore:
-        """The rows on screen now (the sample, or every row read). A drawing takes it once
-        and reads steps, values and pyramids from it: the sample is replaced on a loading
-        thread, and separate reads around that moment would pair the sample's steps with
-        the first rows' values."""
-        return self._shown_store
-
-    @property
-    def loaded_bytes(self) -> tuple[int, int]:
-        """(bytes read, bytes the file held when last looked at)."""
-        follower = self.follower
-        return min(follower.offset, follower.size), follower.size
-
-    @property
-    def last_step(self) -> int | None:
-        return self._shown_store.last_step
-
-    def steps(self) -> np.ndarray:
-        return self._shown_store.steps()
-
-    def values(self, series: int) -> np.ndarray:
-        return self._shown_store.values(series)
-
-    def stats(self, series: int) -> SeriesStats:
-        stats = self._shown_store.stats(series)
-        return stats if self._preview is None else dataclasses.replace(stats, sampled=True)
-
-    @property
-    def restarts(self) -> tuple[int, ...]:
-        """Rows where the steps went back: the run started again (see `pass_bounds`)."""
-        return self._shown_store.restarts
-
-    @property
-    def passes(self) -> int:
-        return self._shown_store.passes
-
-    @property
-    def earlier_passes_dropped(self) -> bool:
-        """More restarts than MAX_KEPT_PASSES: only the latest passes are drawn."""
-        return self._shown_store.earlier_passes_dropped
-
-    def shown(self, series: int, smoothing: float, log_y: bool) -> ShownSeries:
-        return self._shown_store.shown(series, smoothing, log_y)
-
-    def prepare(self, series: int, smoothing: float) -> Callable[[], None]:
-        """See `SeriesStore.prepare` (the hand-over goes to the store it was made from, even
-        if the file was reset meanwhile)."""
-        return self._store.prepare(series, smoothing)
-
-    def prepared_smoothing(self, series: int) -> float | None:
-        return self._store.prepared_smoothing(series)
-
-    @property
-    def nbytes(self) -> int:
-        return self._store.nbytes
-
-    def update(self, budget_bytes: int | None, now: float) -> tuple[bool, bool, bool]:
-        """Read new rows. Returns (changed on screen, more to read, held back to settle).
-
-        A file larger than `budget_bytes` that nothing was read of yet is only sampled by
-        this call: its first screen waits for nothing else; the next calls read its rows.
-        """
-        if budget_bytes is not None and self._take_preview(budget_bytes):
-            self.version += 1
-            return True, True, False
-        result = self.follower.poll(budget_bytes, now, self._reset_store, self._append)
-        changed = result.reset
-        loaded = not result.more and not result.held
-        if self._preview is not None and (
-            loaded or self.follower.identity != self._preview_identity
-        ):
-            # Every row is read (or the file sampled is gone): the rows replace the sample.
-            self._drop_preview()
-            changed = True
-        elif self._preview is None and result.rows > 0:
-            changed = True
-        if changed:
-            self.version += 1
-        return changed, result.more, result.held
-
-    def _take_preview(self, larger_than: int) -> bool:
-        if self._preview is not None or self._store.rows or not self._store.keep_values:
-            return False
-        preview: Preview | None = self.follower.preview(larger_than)
-        if preview is None:
-            return False
-        store = SeriesStore(len(self.spec.y_axis))
-        store.append(preview.rows)
-        self._preview, self._preview_identity = store, preview.identity
-        return True
-
-    def _drop_preview(self) -> None:
-        self._preview = self._preview_identity = None
-
-    def _new_health(self) -> tuple[SeriesHealth, ...]:
-        return tuple(SeriesHealth(name) for name in self.spec.y_axis) if self._watch_health else ()
-
-    def _reset_store(self) -> None:
-        self._store = SeriesStore(len(self.spec.y_axis), self._store.keep_values)
-        self._health = self._new_health()
-        self._drop_preview()
-        self._tally = PictureTally(self.spec.y_axis)
-        self._picture = None
-
-    def _append(self, parsed: ParsedRows) -> None:
-        store = self._store
-        if store.rows == 0:
-            # Size the buffers once for the whole file instead of growing them.
-            store.reserve(max(parsed.rows, int(self.follower.expected_rows() * 1.02)))
-        self._tally.add(parsed.steps, parsed.columns, store.append(parsed))
-        for health, column in zip(self._health, parsed.columns, strict=False):
-            health.feed(parsed.steps, column)
-        if self._preview is not None:
-            # The rows are not on screen yet, so no other thread draws from their M4
-            # pyramids: extend those of the default view here, block by block beside the
-            # parsing, instead of all at once on the UI thread when the rows are shown.
-            for series in range(len(self.spec.y_axis)):
-                store.shown(series, 0.0, False).pyramid.extend(store.values(series))
-
-    def picture_problems(self) -> list[Problem]:
-        """What the picture gets wrong (`follow.picture`), over every row read so far."""
-        tally = self._tally
-        if self._picture is None or self._picture[0] != tally.rows:
-            self._picture = (tally.rows, picture_problems(self.name, self.file, tally))
-        return self._picture[1]
-
-    def problems(self) -> list[Problem]:
-        """The file's problems and the picture's, each naming this chart. Steps that are an
-        epoch index go back once per epoch: one `epoch-index-step` says so instead of a
-        `step-regression` line per epoch."""
-        picture = self.picture_problems()
-        found = self.file_problems()
-        if any(problem.rule is Rule.EPOCH_INDEX_STEP for problem in picture):
-            found = [problem for problem in found if problem.rule is not Rule.STEP_REGRESSION]
-        return [
-            problem if problem.chart is not None else dataclasses.replace(problem, chart=self.name)
-            for problem in found
-        ] + picture
-
-    def health_problems(self) -> list[Problem]:
-        """Spikes and divergences of this chart's series (with those the rows so far end in)."""
-        return [
-            Problem(
-                Rule(finding.rule),
-                self.file,
-                finding.message,
-                chart=self.name,
-                series=health.name,
-                step=finding.step,
-            )
-            for health in self._health
-            for finding in (*health.findings, *health.pending())
-        ]
-
-    def marks(self, series: int) -> tuple[tuple[int, str, bool], ...]:
-        """Steps of series `series` a chart marks: (step, rule, below). A nan or inf is
-        marked above the curve (nothing can draw it), a -inf below it, a spike or the
-        start of a divergence above it; the first MAX_PROBLEMS_PER_RULE_AND_FILE of each."""
-        name = self.y_axis[series]
-        found = {
-            (problem.step, problem.rule.value, " is -inf;" in problem.message)
-            for problem in (*self.follower.problems, *self.health_problems())
-            if problem.series == name and problem.step is not None
-        }
-        return tuple(sorted(found))  # type: ignore[arg-type]
-
-    def file_problems(self) -> list[Problem]:
-        """Row problems found so far plus the file's current state."""
-        follower = self.follower
-        problems = list(follower.problems)
-        label = f"chart {self.name!r}"
-        if follower.state is FileState.MISSING:
-            problems.append(
-                Problem(
-                    Rule.MISSING_CSV,
-                    self.file,
-                    f"{label} is declared in metrics.json but {self.file} does not exist",
-                )
-            )
-        elif follower.state is FileState.OUTSIDE:
-            problems.append(
-                Problem(
-                    Rule.UNSAFE_PATH,
-                    self.file,
-                    f"{self.file} is a symlink leading outside the metrics directory; not read",
-                )
-            )
-        elif follower.state is FileState.NOT_A_FILE:
-            problems.append(
-                Problem(Rule.NOT_A_FILE, self.file, f"{self.file} is not a regular file; not read")
-            )
-        elif follower.state is FileState.UNREADABLE:
-            problems.append(
-                Problem(Rule.NOT_A_FILE, self.file, f"{self.file} cannot be read (symlink loop?)")
-            )
-        elif follower.partial_line and follower.lone_carriage_return_in_tail:
-            problems.append(
-                Problem(
-                    Rule.LONE_CR,
-                    self.file,
-                    "rows are separated by a lone \\r (so this reads as one unfinished line); "
-                    "end every row with \\n or \\r\\n",
-                    follower.lines_read + 1,
-                )
-            )
-        elif follower.partial_line:
-            problems.append(
-                Problem(
-                    Rule.PARTIAL_LINE,
-                    self.file,
-                    "the last line has no newline yet (a row still being written, or a crash)",
-                    follower.lines_read + 1,
-                )
-            )
-        elif follower.lines_read == 0 and follower.size == 0:
-            problems.append(Problem(Rule.EMPTY_CHART, self.file, f"{label} has no rows yet"))
-        return problems
 
 
 class RunModel:

@@ -14,6 +14,7 @@ import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -30,7 +31,20 @@ from ocms_tui.format.ranking import (
 )
 
 
-def find_series(charts: Iterable[ChartData], series: str) -> tuple[ChartData, int] | None:
+class NamedSeries(Protocol):
+    """A chart as `find_series` needs it: a `ChartData` or its frame."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def y_axis(self) -> tuple[str, ...]: ...
+
+
+ChartT = TypeVar("ChartT", bound=NamedSeries)
+
+
+def find_series(charts: Iterable[ChartT], series: str) -> tuple[ChartT, int] | None:
     """The chart and position of `series`: `chart/name` exactly, else the first chart (in
     metrics.json's order) with a series of that name."""
     charts = tuple(charts)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ocms_recorder import DEFAULT_SUBDIR, METRICS_JSON
 
+from ocms_tui.follow.frames import RunFrame
 from ocms_tui.follow.model import RunModel
 
 MAX_SEARCH_DEPTH = 4
@@ -54,7 +55,7 @@ def quiet_status(
 
 
 def run_status(
-    model: RunModel,
+    model: RunModel | RunFrame,
     now: float | None = None,
     live_seconds: float = LIVE_SECONDS,
     finished_seconds: float = FINISHED_SECONDS,

@@ -1,17 +1,18 @@
 """The runs a dashboard follows: discovered from its paths, rescanned, overlaid by chart name.
 
 Pure Python, no Textual. The dashboard's worker thread owns a RunSet (it alone rescans and
-refreshes); the UI reads `runs`, a tuple replaced as a whole, never mutated in place.
+refreshes); the UI gets `run_frame`s, values made after each read.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ocms_tui.follow.model import ChartData, RunModel
+from ocms_tui.follow.frames import RunFrame
+from ocms_tui.follow.model import RunModel
 from ocms_tui.follow.runs import find_runs, name_runs
 from ocms_tui.format.problems import Problem
 
@@ -30,22 +31,6 @@ class TrackedRun:
     @property
     def directory(self) -> Path:
         return self.model.directory
-
-
-@dataclass(frozen=True)
-class RunChart:
-    """One run's chart of a given name."""
-
-    run: TrackedRun
-    chart: ChartData
-
-
-@dataclass(frozen=True)
-class OverlayChart:
-    """Every selected run's chart of one name, for one panel."""
-
-    name: str
-    sources: tuple[RunChart, ...]
 
 
 def _key(directory: Path) -> str:
@@ -89,14 +74,22 @@ class RunSet:
         return True
 
 
-def overlay(runs: Iterable[TrackedRun]) -> tuple[OverlayChart, ...]:
-    """Charts by name across `runs`, in the order they first appear; a chart that only some
-    runs have still gets its panel."""
-    by_name: dict[str, list[RunChart]] = {}
-    for run in runs:
-        for chart in run.model.charts:
-            by_name.setdefault(chart.name, []).append(RunChart(run, chart))
-    return tuple(OverlayChart(name, tuple(sources)) for name, sources in by_name.items())
+def run_frame(run: TrackedRun) -> RunFrame:
+    """The run as of now, as a value for the UI (see `follow.frames`); its charts' frames
+    are the same objects while they do not change."""
+    model = run.model
+    return RunFrame(
+        key=_key(run.directory),
+        name=run.name,
+        directory=run.directory,
+        color=run.color,
+        charts=tuple(chart.frame() for chart in model.charts),
+        problems=model.problems,
+        last_write=model.last_write,
+        has_metrics_json=model.has_metrics_json,
+        exists=model.exists,
+        missing=model.missing,
+    )
 
 
 OutsideProblems = Callable[[Path], tuple[Problem, ...]]

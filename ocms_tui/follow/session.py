@@ -18,15 +18,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ocms_tui.follow.frames import OverlayFrame, RunFrame, overlay_frames
 from ocms_tui.follow.run_table import NOT_RANKED, Ranking, rank_runs
 from ocms_tui.follow.runs import LIVE_SECONDS, RunStatus, quiet_status
 from ocms_tui.follow.runset import (
     RESCAN_SECONDS,
     OutsideProblems,
-    OverlayChart,
     RunSet,
     TrackedRun,
-    overlay,
+    run_frame,
 )
 from ocms_tui.follow.runset import combined_problems as all_problems
 from ocms_tui.follow.watch import DIRECTORY, InotifyHub, Watcher, open_watcher
@@ -68,12 +68,14 @@ class Status:
 
 @dataclass(frozen=True)
 class SessionState:
-    """What the dashboard shows, as of one read. `changed` names the charts with new rows
-    (or a new structure) since the previous state: only their panels need drawing."""
+    """What the dashboard shows, as of one read: values only (frames, see `follow.frames`),
+    never an object the reading thread keeps changing. `changed` names the charts with new
+    rows drawn (or a new structure) since the previous state: only their panels need
+    drawing."""
 
     serial: int
-    runs: tuple[TrackedRun, ...]
-    charts: tuple[OverlayChart, ...]  # the shown runs' charts, overlaid by name
+    runs: tuple[RunFrame, ...]  # every run followed, shown or not
+    charts: tuple[OverlayFrame, ...]  # the shown runs' charts, overlaid by name
     problems: tuple[Problem, ...]
     status: Status
     changed: frozenset[str]
@@ -150,7 +152,7 @@ class FollowSession:
         self._failure: str | None = None
         self._read_at = float("-inf")
         self._rescanned_at = monotonic()
-        self._published_versions: dict[str, tuple[int, ...]] = {}
+        self._published_versions: dict[str, tuple[tuple[int, int], ...]] = {}
         self._serial = 0
         self._wake = threading.Event()
         self._wake.set()  # the first read
@@ -330,10 +332,17 @@ class FollowSession:
     # -- the published state -----------------------------------------------------------
 
     def _publish(self, everything_changed: bool = False) -> None:
-        charts = overlay(self.selected_runs())
-        versions = {
-            chart.name: tuple(source.chart.version for source in chart.sources) for chart in charts
-        }
+        runs = self.runs
+        frames = tuple(run_frame(run) for run in runs)
+        selected = [frame for frame in frames if frame.key not in self.hidden_runs]
+        charts = overlay_frames(selected)
+        # What is drawn: a large file's rows read behind its sample change no picture.
+        drawn: dict[str, list[tuple[int, int]]] = {}
+        for run, frame in zip(runs, frames, strict=True):
+            if frame.key not in self.hidden_runs:
+                for chart in run.model.charts:
+                    drawn.setdefault(chart.name, []).append((chart.chart_id, chart.version))
+        versions = {name: tuple(found) for name, found in drawn.items()}
         if self.paused:
             changed: frozenset[str] = frozenset()  # paused: the screen keeps its picture
         else:
@@ -344,10 +353,9 @@ class FollowSession:
             )
             self._published_versions = versions
         self._serial += 1
-        runs = self.runs
         self.state = SessionState(
             serial=self._serial,
-            runs=runs,
+            runs=frames,
             charts=charts,
             problems=all_problems(runs, self.outside_problems) if runs else (),
             status=self._status(runs, len(charts)),

@@ -23,17 +23,15 @@ from textual.containers import Horizontal, Vertical
 from textual.driver import Driver
 from textual.message import Message
 
-from ocms_tui.follow.model import RunModel
 from ocms_tui.follow.notify import Notifier, notification_for
-from ocms_tui.follow.runset import OutsideProblems, OverlayChart, TrackedRun
 from ocms_tui.follow.session import (
     STALE_AFTER_SECONDS,
     FollowSession,
+    OutsideProblems,
     PathArgument,
     SessionState,
     label_of,
 )
-from ocms_tui.follow.watch import Watcher
 from ocms_tui.format.problems import Problem
 from ocms_tui.format.ranking import DEFAULT_GROUP_PATTERN, SortKey, compile_group_pattern
 from ocms_tui.ui.exit_signals import exit_on_signals
@@ -57,6 +55,13 @@ from ocms_tui.widgets.keys import Scope
 from ocms_tui.widgets.problems_pane import ProblemsPane
 from ocms_tui.widgets.run_list import RunList
 from ocms_tui.widgets.status_bar import StatusBar
+
+LayoutKey = tuple[tuple[object, ...], bool]
+
+
+def layout_key(state: SessionState) -> LayoutKey:
+    """What the panels are laid out for: new frames of the same charts keep the layout."""
+    return tuple(chart.structure for chart in state.charts), state.overlaid
 
 
 class StateChanged(Message):
@@ -162,7 +167,7 @@ class OcmsApp(RunRanking, ChartKeys, App[int]):
         self.state: SessionState | None = None
         """The state on screen (None until the first read)."""
         self._panel_views: dict[str, PanelView] = {}
-        self._shown_charts: tuple[tuple[OverlayChart, ...], bool] = ((), False)
+        self._shown_charts: LayoutKey = ((), False)
         self._pending_states = 0
         self.freezer = LayoutFreezer(self.set_timer)
 
@@ -200,25 +205,15 @@ class OcmsApp(RunRanking, ChartKeys, App[int]):
         return self.query_one(RunList)
 
     @property
-    def runs(self) -> tuple[TrackedRun, ...]:
-        return self.session.runs
-
-    @property
-    def model(self) -> RunModel:
-        """The first run's model (the only one when a single run is followed)."""
-        return self.runs[0].model
-
-    @property
-    def watchers(self) -> dict[str, Watcher]:
-        return self.session.watchers
-
-    @property
     def paused(self) -> bool:
         return self.session.paused
 
     @property
     def overlaid(self) -> bool:
-        return len(self.runs) > 1
+        """Several runs: the state on screen says so (before the first, the session)."""
+        if self.state is not None:
+            return self.state.overlaid
+        return len(self.session.runs) > 1
 
     def on_mount(self) -> None:
         if self.session.started:
@@ -256,7 +251,7 @@ class OcmsApp(RunRanking, ChartKeys, App[int]):
             and state is self.session.state
             and state.idle
             and self._pending_states == 0
-            and self._shown_charts == (state.charts, state.overlaid)
+            and self._shown_charts == layout_key(state)
         )
 
     async def settle(self, timeout: float = 60.0) -> None:
@@ -276,18 +271,25 @@ class OcmsApp(RunRanking, ChartKeys, App[int]):
 
     def _apply(self, state: SessionState, changed: set[str]) -> None:
         previous, self.state = self.state, state
-        if previous is not None and previous.overlaid != state.overlaid:
+        if previous is None or previous.overlaid != state.overlaid:
             self.run_list.display = state.overlaid  # a second run appeared
             self.refresh_bindings()
             self.query_one(KeyFooter).refresh_keys()
-        key = (state.charts, state.overlaid)
+        key = layout_key(state)
         if key != self._shown_charts:
             self._shown_charts = key
             self.call_later(self._show_charts, key)
         else:
+            by_name = {chart.name: chart for chart in state.charts}
             for panel in self.grid.panels:
+                overlay = by_name.get(panel.name)
+                if overlay is None or overlay.structure != panel.overlay.structure:
+                    continue  # a panel of the last layout, about to go
+                panel.show_frames(overlay)
                 if panel.name in changed:
                     panel.show_new_data()
+        # The view caches of rows no run shows any more (a reset file, a run gone).
+        self.shared.series.keep(chart.generation for run in state.runs for chart in run.charts)
         if previous is None or previous.problems != state.problems:
             self.query_one(ProblemsPane).show(state.problems)
             self._notify(state.problems)
@@ -314,7 +316,7 @@ class OcmsApp(RunRanking, ChartKeys, App[int]):
             driver.write(text)
             driver.flush()
 
-    async def _show_charts(self, key: tuple[tuple[OverlayChart, ...], bool]) -> None:
+    async def _show_charts(self, key: LayoutKey) -> None:
         if not self._screen_composed():
             return
         grid = self.grid
@@ -323,9 +325,9 @@ class OcmsApp(RunRanking, ChartKeys, App[int]):
         grid.maximised = None
         self.freezer.layout_starting(removes_panels=bool(grid.panels))
         await grid.remove_children(ChartPanel)
-        if key is not self._shown_charts:
+        if key is not self._shown_charts or self.state is None:
             return  # the structure changed again meanwhile; a later call shows it
-        charts, overlaid = key
+        charts, overlaid = self.state.charts, self.state.overlaid
         panels = [
             ChartPanel(
                 chart,

@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING
 
 from textual import events
 
+from ocms_tui.follow.frames import RunFrame
 from ocms_tui.follow.run_table import Ranking, find_series, rank_groups
 from ocms_tui.follow.runs import run_status
-from ocms_tui.follow.runset import TrackedRun
-from ocms_tui.follow.session import FollowSession, SessionState, run_key
+from ocms_tui.follow.session import FollowSession, SessionState
 from ocms_tui.format.problems import HEALTH_RULES
 from ocms_tui.format.ranking import SortKey
 from ocms_tui.widgets.chart_grid import ChartGrid
-from ocms_tui.widgets.chart_panel import MUTED_COLOR, RunView
+from ocms_tui.widgets.panel_lines import MUTED_COLOR, RunView
 from ocms_tui.widgets.run_list import RunList, RunRow
 from ocms_tui.widgets.series_table import format_number
 
@@ -63,11 +63,7 @@ class RunRanking:
         in_list = self.focused is not None and self.focused in self.run_list.walk_children()
         ranked_by = ranking.sort.series if ranking.sort else ""
         if self.grouped:
-            names = {
-                run_key(run): run.name
-                for run in state.runs
-                if run_key(run) not in state.hidden_runs
-            }
+            names = {run.key: run.name for run in state.runs if run.key not in state.hidden_runs}
             groups = rank_groups(ranking, names, self.group_pattern)
             view = RunView(ranked_by=ranked_by, groups=groups, top=self.top)
         else:
@@ -84,28 +80,23 @@ class RunRanking:
     def _run_rows(self, state: SessionState) -> list[RunRow]:
         now = self.clock()
         ranking = state.ranking
-        by_key = {run_key(run): run for run in state.runs}
+        by_key = {run.key: run for run in state.runs}
         ordered = [by_key[key] for key in ranking.order if key in by_key]
         ranked = set(ranking.order)
-        ordered += [run for run in state.runs if run_key(run) not in ranked]
+        ordered += [run for run in state.runs if run.key not in ranked]
         values = dict(zip(ranking.order, ranking.values, strict=True))
         return [
             RunRow(
-                key=run_key(run),
+                key=run.key,
                 name=run.name,
-                color=self.run_view.color_of(run_key(run)) or MUTED_COLOR,
-                status=run_status(run.model, now, live_seconds=self.stale_after),
-                quiet_seconds=None if run.model.last_write is None else now - run.model.last_write,
-                last_step=max(
-                    (c.last_step for c in run.model.charts if c.last_step is not None),
-                    default=None,
-                ),
-                problems=len(run.model.problems),
-                shown=run_key(run) not in state.hidden_runs,
-                value=_sort_value(run, ranking, values.get(run_key(run))),
-                health=next(
-                    (p.rule.value for p in run.model.problems if p.rule in HEALTH_RULES), None
-                ),
+                color=self.run_view.color_of(run.key) or MUTED_COLOR,
+                status=run_status(run, now, live_seconds=self.stale_after),
+                quiet_seconds=None if run.last_write is None else now - run.last_write,
+                last_step=run.last_step,
+                problems=len(run.problems),
+                shown=run.key not in state.hidden_runs,
+                value=_sort_value(run, ranking, values.get(run.key)),
+                health=next((p.rule.value for p in run.problems if p.rule in HEALTH_RULES), None),
             )
             for run in ordered
         ]
@@ -148,11 +139,11 @@ class RunRanking:
         self.session.show_run(event.key, event.shown)
 
 
-def _sort_value(run: TrackedRun, ranking: Ranking, value: float | None) -> str:
+def _sort_value(run: RunFrame, ranking: Ranking, value: float | None) -> str:
     """A run's latest value of the sort series; a run without that series says so (it is
     ranked last)."""
     if ranking.sort is None:
         return ""
-    if value is None and find_series(run.model.charts, ranking.sort.series) is None:
+    if value is None and find_series(run.charts, ranking.sort.series) is None:
         return f"no {ranking.sort.series}"
     return format_number(value)

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-import numpy as np
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import BindingType
@@ -17,22 +16,31 @@ from textual.timer import Timer
 from textual.worker import Worker, get_current_worker
 
 from ocms_tui.draw.plot_plan import Series
-from ocms_tui.draw.series_style import EARLIER_PASS_MARKER, MARKER, RGB, series_color, series_marker
-from ocms_tui.follow.model import ChartData, SeriesStats
-from ocms_tui.follow.run_table import Band, band
-from ocms_tui.follow.runset import OverlayChart, RunChart
-from ocms_tui.follow.series import MAX_KEPT_PASSES, SeriesStore, pass_bounds, step_span
-from ocms_tui.follow.session import run_key
+from ocms_tui.follow.frames import MAX_KEPT_PASSES, ChartFrame, OverlayFrame
+from ocms_tui.follow.views import SeriesViews
 from ocms_tui.widgets.bindings import bindings
 from ocms_tui.widgets.chart_plot import ChartPlot
 from ocms_tui.widgets.keys import Scope
+from ocms_tui.widgets.panel_drawing import PanelFrames
+from ocms_tui.widgets.panel_lines import (
+    DEFAULT_TOP_RUNS,
+    MUTED_COLOR,
+    Line,
+    RunView,
+    panel_lines,
+)
 from ocms_tui.widgets.safe_text import safe_text
 from ocms_tui.widgets.series_table import SeriesRow, SeriesTable
 
-# Marks of the health checks: a triangle on the edge the value lies beyond, in red.
-MARK_ABOVE = "▼"
-MARK_BELOW = "▲"
-MARK_COLOR = (230, 60, 60)
+__all__ = [
+    "DEFAULT_TOP_RUNS",
+    "MAX_ZOOM",
+    "MUTED_COLOR",
+    "ChartPanel",
+    "PanelView",
+    "RunView",
+    "SharedView",
+]
 MIN_PLOT_ROWS = 10  # a plot keeps 7 rows of curve above its legend, however long
 # Runs overlaid make long legends: a panel asks the grid for room for this many lines of it
 # and sums up the rest in its last line when the panel is smaller.
@@ -52,134 +60,11 @@ MAX_ZOOM = 12
 @dataclass
 class SharedView:
     """View settings every chart shares (the app owns it, panels read it): the x range,
-    so that charts stay aligned on the step."""
+    so that charts stay aligned on the step; and the view cache of every chart's series,
+    kept across new layouts (a new run joining keeps the others' smoothing)."""
 
     zoom: int = 0  # show the latest 1/2**zoom of the steps
-
-
-@dataclass(frozen=True)
-class Line:
-    """One series of one run as this panel draws it."""
-
-    source: RunChart
-    index: int  # the series' position in the chart's y axis
-    label: str  # the series' name; untrusted text (from files): rendered plain
-    color: RGB
-    marker: str
-    run: str = ""  # runs overlaid: the run's name (untrusted)
-    muted: bool = False  # drawn behind, in MUTED_COLOR, and not listed in the legend
-    # Runs grouped: every member run's chart holding the series; the line is their mean,
-    # with the min-max band around it (`source` is the first of them).
-    group: tuple[RunChart, ...] = ()
-
-
-# Runs overlaid: the leading few are drawn in colour and listed; every other run is drawn
-# behind them in this grey (it reads on dark and light themes), summed up in one legend line.
-MUTED_COLOR: RGB = (118, 118, 118)
-DEFAULT_TOP_RUNS = 5
-
-
-@dataclass(frozen=True)
-class RunView:
-    """How runs overlaid are shown, the same in every panel (the app owns it). `featured`:
-    the run keys in colour and in the legend, best first (a colour per place); every other
-    run is drawn muted. `highlighted`: a run brought to the front (the run list's highlighted
-    run), in the next colour if it is not featured."""
-
-    featured: tuple[str, ...] = ()
-    highlighted: str | None = None
-    ranked_by: str = ""  # the series the runs are ranked by ("": in the order found)
-    # Runs grouped (seeds as one line): (group name, member run keys), best first; the
-    # first `top` in colour with their band, the others' means grey.
-    groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    top: int = DEFAULT_TOP_RUNS
-
-    def color_of(self, key: str) -> RGB | None:
-        """The run's colour, None when it is drawn muted."""
-        if key in self.featured:
-            return series_color(self.featured.index(key))
-        if key == self.highlighted:
-            return series_color(len(self.featured))
-        return None
-
-
-def panel_lines(
-    overlay: OverlayChart,
-    overlaid: bool,
-    runs: RunView | None = None,
-    baseline: Path | None = None,
-) -> tuple[Line, ...]:
-    """One run: a colour per series, every series. A run and its baseline (`--baseline`):
-    the run drawn as alone, the baseline in the same colours, dotted. Runs overlaid: the
-    featured runs first, in their order, a colour per run and a marker per series, labels
-    naming run and series; then the highlighted run, then every other run's series, muted;
-    a baseline among them dotted."""
-
-    def is_baseline(source: RunChart) -> bool:
-        return baseline is not None and _same_directory(source.run.directory, baseline)
-
-    if not overlaid or (baseline is not None and len(overlay.sources) <= 2):
-        alone: list[Line] = []
-        for source in overlay.sources:
-            for index, name in enumerate(source.chart.y_axis):
-                color = series_color(index)
-                if is_baseline(source):
-                    run = f"baseline {source.run.name}"
-                    alone.append(Line(source, index, name, color, EARLIER_PASS_MARKER, run))
-                else:
-                    alone.append(Line(source, index, name, color, MARKER))
-        return tuple(alone)
-    runs = runs or RunView()
-    if runs.groups:
-        return group_lines(overlay, runs)
-    places = {key: place for place, key in enumerate(runs.featured)}
-    if runs.highlighted is not None and runs.highlighted not in places:
-        places[runs.highlighted] = len(places)
-    listed: list[Line] = []
-    muted: list[Line] = []
-    for source in sorted(overlay.sources, key=lambda s: places.get(run_key(s.run), len(places))):
-        color = runs.color_of(run_key(source.run))
-        for index, name in enumerate(source.chart.y_axis):
-            if color is None:
-                muted.append(Line(source, index, name, MUTED_COLOR, MARKER, source.run.name, True))
-            elif is_baseline(source):
-                run = f"baseline {source.run.name}"
-                listed.append(Line(source, index, name, color, EARLIER_PASS_MARKER, run))
-            else:
-                marker = series_marker(index)
-                listed.append(Line(source, index, name, color, marker, source.run.name))
-    return (*listed, *muted)
-
-
-def group_lines(overlay: OverlayChart, runs: RunView) -> tuple[Line, ...]:
-    """One line per group and series: the leading `runs.top` groups in colour, the others
-    muted (their means only)."""
-    by_key = {run_key(source.run): source for source in overlay.sources}
-    listed: list[Line] = []
-    muted: list[Line] = []
-    for place, (name, keys) in enumerate(runs.groups):
-        members = [by_key[key] for key in keys if key in by_key]
-        if not members:
-            continue
-        featured = place < runs.top
-        color = series_color(place) if featured else MUTED_COLOR
-        label = f"{name} ({len(keys)} run{'s' if len(keys) > 1 else ''})"
-        series_names = dict.fromkeys(n for member in members for n in member.chart.y_axis)
-        for number, series_name in enumerate(series_names):
-            carriers = tuple(m for m in members if series_name in m.chart.y_axis)
-            first = carriers[0]
-            index = first.chart.y_axis.index(series_name)
-            marker = series_marker(number) if featured else MARKER
-            line = Line(first, index, series_name, color, marker, label, not featured, carriers)
-            (listed if featured else muted).append(line)
-    return (*listed, *muted)
-
-
-def _same_directory(first: Path, second: Path) -> bool:
-    try:
-        return first.resolve() == second.resolve()
-    except OSError:
-        return first == second
+    series: SeriesViews = field(default_factory=SeriesViews)
 
 
 @dataclass
@@ -213,7 +98,7 @@ class ChartPanel(Vertical, can_focus=True):
 
     def __init__(
         self,
-        overlay: OverlayChart,
+        overlay: OverlayFrame,
         shared: SharedView,
         view: PanelView,
         overlaid: bool = False,
@@ -221,7 +106,7 @@ class ChartPanel(Vertical, can_focus=True):
         baseline: Path | None = None,
     ) -> None:
         super().__init__()
-        self.overlay = overlay
+        self.frames = PanelFrames(overlay, shared.series)
         self.overlaid = overlaid
         self.runs = runs or RunView()
         self.baseline = baseline
@@ -230,8 +115,6 @@ class ChartPanel(Vertical, can_focus=True):
         self.view = view
         self.plot = ChartPlot(self._series_for_plot)
         self.table = SeriesTable()
-        self._sorted_for: tuple[tuple[int, int], ...] | None = None
-        self._steps_sorted: dict[int, bool] = {}
         self._shown_subtitle: Text | None = None
         self._preparing: Worker[None] | None = None
         self._prepared_for: tuple[float, int] = (0.0, 0)  # (smoothing, rows) made ahead
@@ -242,7 +125,11 @@ class ChartPanel(Vertical, can_focus=True):
 
     @property
     def name(self) -> str:
-        return self.overlay.name
+        return self.frames.overlay.name
+
+    @property
+    def overlay(self) -> OverlayFrame:
+        return self.frames.overlay
 
     @property
     def listed(self) -> tuple[Line, ...]:
@@ -273,13 +160,17 @@ class ChartPanel(Vertical, can_focus=True):
         return 2 + MIN_PLOT_ROWS + 1 + min(len(self.listed), MIN_LEGEND_LINES) + more
 
     @property
-    def chart(self) -> ChartData:
+    def chart(self) -> ChartFrame:
         """The first run's chart (the only one unless runs are overlaid)."""
         return self.overlay.sources[0].chart
 
     @property
-    def charts(self) -> tuple[ChartData, ...]:
-        return tuple(source.chart for source in self.overlay.sources)
+    def charts(self) -> tuple[ChartFrame, ...]:
+        return self.frames.charts
+
+    def prepared_smoothing(self, series: int) -> float | None:
+        """The smoothing made ahead for `series` of the first run's chart, not yet drawn."""
+        return self.shared.series.prepared_smoothing(self.chart, series)
 
     def compose(self) -> ComposeResult:
         yield self.plot
@@ -325,6 +216,11 @@ class ChartPanel(Vertical, can_focus=True):
             # would cost the UI thread a reduction of every grey run, then be dropped.
             self.prepare_next_zoom()
             self.prepare_maximised()
+
+    def show_frames(self, overlay: OverlayFrame) -> None:
+        """Newer frames of this chart (the same runs and declarations): drawn at the next
+        `show_new_data` or view change."""
+        self.frames.show(overlay)
 
     def show_new_data(self) -> None:
         """The charts have new rows (or were reset): new numbers now, a new plot at the
@@ -410,13 +306,15 @@ class ChartPanel(Vertical, can_focus=True):
         if self._preparing is not None and self._preparing.is_running:
             return  # asked again when it is done and more rows came
         self._prepared_for = (weight, rows)
+        by_key = self.frames.by_key
         series = [
-            (line.source.chart, line.index)
+            (by_key[line.key], line.index)
             for number, line in enumerate(self.lines)
-            if number not in self.view.hidden
+            if number not in self.view.hidden and line.key in by_key
         ]
         if sum(chart.rows for chart, _ in series) > PREPARE_MAX_VALUES:
             return
+        views = self.shared.series
         # Handed over without waiting (not call_from_thread, which blocks until the loop
         # runs the call): a loop that stops first would leave the thread waiting forever,
         # and the interpreter waits for it at exit.
@@ -427,7 +325,7 @@ class ChartPanel(Vertical, can_focus=True):
             for chart, index in series:
                 if worker.is_cancelled:
                     return
-                hand_over = chart.prepare(index, weight)
+                hand_over = views.prepare(chart, index, weight)
                 try:
                     loop.call_soon_threadsafe(hand_over)
                 except RuntimeError:  # the loop is closed: the app has ended
@@ -452,7 +350,7 @@ class ChartPanel(Vertical, can_focus=True):
             SeriesRow(
                 line.label,
                 line.color,
-                self._group_stats(line) if line.group else line.source.chart.stats(line.index),
+                self.frames.stats(line, self.view.smoothing, self.view.log_y),
                 number in self.view.hidden,
                 line.marker,
                 line.run,
@@ -487,76 +385,9 @@ class ChartPanel(Vertical, can_focus=True):
         return Text(" · ".join(parts)) if parts else None
 
     def _series_for_plot(self) -> tuple[list[Series], bool, tuple[float, float] | None]:
-        stores = {id(chart): chart.drawn() for chart in self.charts}
-        all_steps = {key: store.steps() for key, store in stores.items()}
-        series = []
-        for number, line in self._drawing_order():
-            if number in self.view.hidden:
-                continue
-            if line.group:
-                series.extend(self._group_series(line))
-                continue
-            store = stores[id(line.source.chart)]
-            steps = all_steps[id(line.source.chart)]
-            values = store.values(line.index)
-            # steps() and values() are two reads of a growing store: use their common rows.
-            rows = min(len(steps), len(values))
-            # Smoothed and log values and the M4 pyramid are kept with the data and only
-            # extended by the rows that arrived since the last draw.
-            shown = store.shown(line.index, self.view.smoothing, self.view.log_y)
-            shown_values = shown.values(values[:rows])
-            passes = pass_bounds(rows, store.restarts, store.earlier_passes_dropped)
-            # A run that started again: one line per pass (steps never go back within one),
-            # the earlier passes in a lighter character.
-            for start, stop in passes:
-                latest = stop == rows
-                series.append(
-                    Series(
-                        steps[:rows],
-                        shown_values,
-                        line.color,
-                        steps_sorted=True,
-                        marker=line.marker if latest else EARLIER_PASS_MARKER,
-                        pyramid=shown.pyramid,
-                        rows=None if len(passes) == 1 else (start, stop),
-                        layer=line.muted,
-                    )
-                )
-            series.extend(self._marks(line))
-        spans = [_span(stores[key], steps) for key, steps in all_steps.items()]
-        return series, self.view.log_y, _x_range(spans, self.shared.zoom)
-
-    def _band(self, line: Line) -> Band | None:
-        """The group's mean and min-max of the line's series, at the view's smoothing and
-        axis (each member's own view of it)."""
-        pairs = []
-        for member in line.group:
-            store = member.chart.drawn()
-            index = member.chart.y_axis.index(line.label)
-            steps, values = store.steps(), store.values(index)
-            rows = min(len(steps), len(values))
-            shown = store.shown(index, self.view.smoothing, self.view.log_y)
-            pairs.append((steps[:rows], shown.values(values[:rows])))
-        return band(pairs)
-
-    def _group_series(self, line: Line) -> list[Series]:
-        found = self._band(line)
-        if found is None:
-            return []
-        ordered = bool(np.all(np.diff(found.steps) >= 0))
-        mean = Series(found.steps, found.mean, line.color, ordered, line.marker, layer=line.muted)
-        if line.muted or len(line.group) < 2:
-            return [mean]
-        edges = [
-            Series(found.steps, edge, line.color, ordered, EARLIER_PASS_MARKER)
-            for edge in (found.low, found.high)
-        ]
-        return [*edges, mean]
-
-    def _group_stats(self, line: Line) -> SeriesStats:
-        """The legend's numbers of a group: those of its mean."""
-        found = self._band(line)
-        return SeriesStats() if found is None else SeriesStats().updated(found.steps, found.mean)
+        view = self.view
+        series = self.frames.series(self._drawing_order(), view.hidden, view.smoothing, view.log_y)
+        return series, view.log_y, self.frames.x_range(self.shared.zoom)
 
     def _drawing_order(self) -> list[tuple[int, Line]]:
         """Later lines are drawn over earlier ones. Runs overlaid: the muted runs first, then
@@ -567,47 +398,9 @@ class ChartPanel(Vertical, can_focus=True):
         muted = [item for item in numbered if item[1].muted]
         listed = [item for item in numbered if not item[1].muted]
         front = self.runs.highlighted
-        in_front = [item for item in listed if run_key(item[1].source.run) == front]
-        behind = [item for item in listed if run_key(item[1].source.run) != front]
+        in_front = [item for item in listed if item[1].key == front]
+        behind = [item for item in listed if item[1].key != front]
         return [*muted, *reversed(behind), *in_front]
 
-    def _marks(self, line: Line) -> list[Series]:
-        """The steps the health checks name, as marks on the chart's top (a nan, an inf, a
-        spike, where a divergence began) or bottom (a -inf) edge: a value no line can draw
-        is shown, not skipped."""
-        chart = line.source.chart
-        marks = chart.marks(line.index)
-        stats = chart.stats(line.index)
-        if not marks or stats.maximum is None or stats.minimum is None:
-            return []
-        if self.view.log_y and stats.minimum <= 0:
-            return []  # a mark at a non-positive level has no place on a log axis
-        # One series per mark: plotext joins the points of one series with a line.
-        return [
-            Series(
-                np.array([step], dtype=np.int64),
-                np.array([stats.minimum if below else stats.maximum]),
-                MARK_COLOR,
-                steps_sorted=True,
-                marker=MARK_BELOW if below else MARK_ABOVE,
-            )
-            for step, _, below in marks
-        ]
-
     def _shown_range(self, zoom: int) -> tuple[float, float] | None:
-        stores = [chart.drawn() for chart in self.charts]
-        return _x_range([_span(store, store.steps()) for store in stores], zoom)
-
-
-def _span(store: SeriesStore, steps: np.ndarray) -> tuple[float, float] | None:
-    return step_span(steps, store.restarts, store.earlier_passes_dropped)
-
-
-def _x_range(spans: list[tuple[float, float] | None], zoom: int) -> tuple[float, float] | None:
-    """The latest 1/2**zoom of the steps the charts span (None: all of them)."""
-    present = [span for span in spans if span is not None]
-    if not zoom or not present:
-        return None
-    low = min(low for low, _ in present)
-    high = max(high for _, high in present)
-    return (high - (high - low) / 2**zoom, high)
+        return self.frames.x_range(zoom)

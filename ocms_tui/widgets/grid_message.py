@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ocms_tui.follow.session import SessionState, run_key
+from ocms_tui.follow.session import SessionState
 from ocms_tui.widgets.safe_text import safe_text
 
 
@@ -13,19 +13,19 @@ def grid_message(state: SessionState, label: str) -> Text | None:
     if state.charts:
         return None
     if state.overlaid:
-        if all(run_key(run) in state.hidden_runs for run in state.runs):
+        if all(run.key in state.hidden_runs for run in state.runs):
             return safe_text("no run selected (press b, then space on a run)")
         if state.loading:
             return safe_text(f"loading {label} …")
         return safe_text(f"the selected runs under {label} have no charts yet …")
-    model = state.runs[0].model
-    if model.missing is not None and state.reads > 0:
-        if not model.missing.may_appear:  # waiting would not help: say what is wrong
-            return safe_text(model.missing.message)
+    run = state.runs[0]
+    if run.missing is not None and state.reads > 0:
+        if not run.missing.may_appear:  # waiting would not help: say what is wrong
+            return safe_text(run.missing.message)
         return _lines(f"waiting for {label} …", "(it does not exist yet)")
     if state.loading:
         return safe_text(f"loading {label} …")
-    if not model.has_metrics_json:
+    if not run.has_metrics_json:
         return _lines(f"no metrics.json in {label} yet …", "(waiting for the first log())")
     return safe_text(f"{label}/metrics.json declares no charts (see the problems below)")
 

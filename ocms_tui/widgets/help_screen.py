@@ -14,9 +14,9 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from ocms_tui.follow.frames import RunFrame
 from ocms_tui.follow.report import dropped_keys, not_written_line, octopus_chart_line
 from ocms_tui.follow.runs import FINISHED_SECONDS, LIVE_SECONDS
-from ocms_tui.follow.runset import TrackedRun
 from ocms_tui.widgets.keys import LEGEND_MARKS, help_rows
 
 ABOUT = (
@@ -50,13 +50,13 @@ class OctopusRun:
     dropped: tuple[str, ...] = ()
 
 
-def octopus_runs(runs: Sequence[TrackedRun]) -> list[OctopusRun]:
+def octopus_runs(runs: Sequence[RunFrame]) -> list[OctopusRun]:
     """What Octopus will show of each followed run, as plain values for the help screen."""
     return [
         OctopusRun(
             run.name,
-            tuple((chart.name, chart.y_axis) for chart in run.model.charts),
-            tuple(dropped_keys(run.model.problems)),
+            tuple((chart.name, chart.y_axis) for chart in run.charts),
+            tuple(dropped_keys(run.problems)),
         )
         for run in runs
     ]

@@ -16,7 +16,7 @@ from textual.visual import Visual
 from textual.widget import Widget
 
 from ocms_tui.draw.series_style import MARKER, RGB
-from ocms_tui.follow.model import SeriesStats
+from ocms_tui.follow.frames import SeriesStats
 from ocms_tui.widgets.safe_text import safe_text
 from ocms_tui.widgets.text_strips import TextStrips, refresh_lines
 
