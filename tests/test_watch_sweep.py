@@ -70,7 +70,7 @@ class Followed:
 
 
 def rows_by_run(state: SessionState) -> dict[str, int]:
-    return {run.directory.name: run.model.total_rows for run in state.runs}
+    return {run.directory.name: sum(chart.rows for chart in run.charts) for run in state.runs}
 
 
 def test_a_sweep_of_runs_shares_one_instance_and_one_thread(tmp_path: Path) -> None:
