@@ -17,7 +17,8 @@ from typing import TextIO
 import libcst as cst
 
 from ocms_tui.follow.report import ExitCode, encodable, printable
-from ocms_tui.onboard.init_plan import InitPlan, _read, plan_init, render_diff, render_plan
+from ocms_tui.onboard.init_plan import InitPlan, _read, plan_init
+from ocms_tui.onboard.init_report import render_diff, render_plan
 from ocms_tui.onboard.scan import drop_lines
 
 

@@ -6,7 +6,6 @@ Computed without writing anything (`init_apply` writes it). No Textual here.
 from __future__ import annotations
 
 import ast
-import difflib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -16,7 +15,6 @@ from pathlib import Path
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from ocms_tui.follow.report import printable
 from ocms_tui.onboard.init_codemods import (
     _add_callback,
     _add_trainer_default,
@@ -37,7 +35,6 @@ from ocms_tui.onboard.init_templates import (
 from ocms_tui.onboard.init_wiring import LOOP_SITE_PRIORITY, Wiring, wire_file
 from ocms_tui.onboard.scan import (
     ScanResult,
-    chart_groups_from,
     chart_groups_source,
     plan_keys,
     read_project_file,
@@ -422,7 +419,7 @@ def _set_up_before(plan: InitPlan) -> bool:
     return any(note.endswith(": already set up") for note in plan.notes)
 
 
-def _wired_keys(plan: InitPlan) -> list[str]:
+def wired_keys(plan: InitPlan) -> list[str]:
     return list(dict.fromkeys(key for _, wiring in plan.wired for key in wiring.keys))
 
 
@@ -432,7 +429,7 @@ def _chart_groups_code(plan: InitPlan, framework: str) -> str:
     suggestion = (
         plan.scan.suggested_chart_groups
         if framework in FRAMEWORK_HOOKS or framework == "mmengine"
-        else suggest_chart_groups(plan_keys(_wired_keys(plan)))
+        else suggest_chart_groups(plan_keys(wired_keys(plan)))
     )
     if suggestion is None:
         return "chart_groups = None  # the default groups keep every metric init wired"
@@ -440,71 +437,3 @@ def _chart_groups_code(plan: InitPlan, framework: str) -> str:
         "# Suggested by ocms-tui init: the default groups would drop some metrics.\n"
         + chart_groups_source(suggestion)
     )
-
-
-def render_plan(plan: InitPlan) -> str:
-    """What init records, site by site, and what it leaves out and why."""
-    lines: list[str] = []
-    suggestion = suggest_chart_groups(plan_keys(_wired_keys(plan)))
-    groups = None if suggestion is None else chart_groups_from(suggestion)
-    charts = {entry.key: entry.chart for entry in plan_keys(_wired_keys(plan), groups)}
-    if plan.wired or plan.hooked:
-        lines.append("plan:")
-    for file, wiring in plan.wired:
-        lines.append(f"  {file}:{wiring.site.line}  {wiring.site.call}")
-        lines.append(
-            f"    step: {wiring.step.expression or '(last step recorded)'}  ({wiring.step.how})"
-        )
-        series = ", ".join(f"{key} -> {charts.get(key) or 'not charted'}" for key in wiring.keys)
-        if wiring.whole is not None:
-            series = (
-                (f"{series}; " if series else "")
-                + f"every key of {wiring.whole}"
-                + (f" except {', '.join(wiring.axis_keys)}" if wiring.axis_keys else "")
-            )
-        lines.append(f"    series -> chart: {series}")
-        if wiring.joined_into is not None:
-            lines.append(
-                f"    recorded by the call after line {wiring.joined_into} (one row a step)"
-            )
-        if wiring.inside_guard:
-            lines.append(
-                f"    recorded inside `if {wiring.inside_guard}:`: only that branch computes them"
-            )
-        if wiring.guard:
-            lines.append(f"    recorded after `if {wiring.guard}:` (off by default), not inside it")
-        for hoist in wiring.hoists:
-            lines.append(
-                f"    `{ast.unparse(hoist.node)}` bound once to {hoist.name} (not evaluated twice)"
-            )
-        lines += [f"    not recorded: {why}" for why in wiring.dropped]
-    lines += [f"  {line}" for line in plan.hooked]
-    if plan.not_wired:
-        lines.append("not wired:")
-        lines += [f"  {line}" for line in plan.not_wired]
-    return "".join(printable(line) + "\n" for line in lines)
-
-
-def render_diff(plan: InitPlan) -> str:
-    """The unified diff of every pending change; copies are named, not shown."""
-    out: list[str] = []
-    for change in plan.pending:
-        name = change.path.relative_to(plan.project).as_posix()
-        if change.copied_from is not None:
-            how = (
-                "byte for byte"
-                if change.after == change.copied_from.read_bytes()
-                else "imports rewritten"
-            )
-            out.append(printable(f"copy {change.copied_from} -> {name} ({how})") + "\n")
-            continue
-        before = [] if change.before is None else _text(change.before).splitlines(keepends=True)
-        after = _text(change.after).splitlines(keepends=True)
-        source = "/dev/null" if change.before is None else f"a/{name}"
-        for line in difflib.unified_diff(before, after, source, f"b/{name}"):
-            out.append(printable(line.rstrip("\n")) + "\n")
-    return "".join(out)
-
-
-def _text(data: bytes) -> str:
-    return data.decode("utf-8", "backslashreplace")

@@ -23,6 +23,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ocms_tui.follow.picture import FRACTION_NAME
+from ocms_tui.onboard.init_syntax import (
+    has_effect,
+    is_axis_key,
+    is_optional_logger_guard,
+    key_text,
+    literal_items,
+    names_assigned,
+    position,
+    rereadable,
+)
 from ocms_tui.onboard.log_lines import STEP_WORDS, is_percentage, read_log_line
 from ocms_tui.onboard.scan_sites import (
     ACCELERATOR,
@@ -40,20 +50,6 @@ from ocms_tui.onboard.steps import ADDED_COUNTER, StepChoice, Tree, choose_step
 # In one block, the first kind of this list is the one recorded: it carries the most
 # complete metrics (a wandb dict over a printed loss).
 LOOP_SITE_PRIORITY = (WANDB, ACCELERATOR, TB_SCALAR, TB_SCALARS, METRICS_DICT, TQDM, LOGGER, PRINT)
-# A guard whose test names one of these is an optional logger's, off in a default run.
-_OPTIONAL_LOGGER = re.compile(
-    r"wandb|tracking|writer|tensorboard|(^|_)tb(_|$)|mlflow|comet|neptune|clearml|swanlab"
-    r"|(^|_)aim(_|$)|report_to|use_logger|log_to",
-    re.IGNORECASE,
-)
-_EPOCH_KEY = re.compile(r"(^|_)epoch(s)?$", re.IGNORECASE)
-# Calls that have no effect, so the order they run in does not matter.
-_EFFECT_FREE_FUNCTIONS = frozenset(
-    {"len", "float", "int", "abs", "round", "min", "max", "str", "repr", "bool", "format"}
-)
-_EFFECT_FREE_METHODS = frozenset(
-    {"item", "detach", "cpu", "float", "numpy", "tolist", "format", "get", "mean", "lower"}
-)
 _CONDITIONAL = (ast.Lambda, ast.IfExp, ast.BoolOp, ast.ListComp, ast.SetComp, ast.DictComp)
 _SIMPLE_STATEMENTS = (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign)
 
@@ -111,57 +107,6 @@ class Wiring:
         return f"ocms_log({self.step.expression or 'None'}, {metrics}{extra})"
 
 
-def is_axis_key(key: str, value: ast.expr | None) -> bool:
-    """`"iter": iter_num`, `"epoch": epoch`: a counter charted as the x axis, not a metric."""
-    lowered = key.lower()
-    return isinstance(value, ast.Name) and (
-        lowered in STEP_WORDS or bool(_EPOCH_KEY.search(lowered))
-    )
-
-
-def is_optional_logger_guard(test: ast.expr) -> bool:
-    return any(
-        _OPTIONAL_LOGGER.search(node.id if isinstance(node, ast.Name) else node.attr)
-        for node in ast.walk(test)
-        if isinstance(node, (ast.Name, ast.Attribute))
-    )
-
-
-def rereadable(node: ast.expr) -> bool:
-    """Names, constants, attributes, subscripts and arithmetic of them: reading them a
-    second time runs nothing of the script."""
-    if isinstance(node, (ast.Name, ast.Constant)):
-        return True
-    if isinstance(node, ast.Attribute):
-        return rereadable(node.value)
-    if isinstance(node, ast.Subscript):
-        return rereadable(node.value) and rereadable(node.slice)
-    if isinstance(node, ast.BinOp):
-        return rereadable(node.left) and rereadable(node.right)
-    if isinstance(node, ast.UnaryOp):
-        return rereadable(node.operand)
-    if isinstance(node, ast.Tuple):
-        return all(rereadable(element) for element in node.elts)
-    return False
-
-
-def _has_effect(node: ast.AST) -> bool:
-    if isinstance(node, (ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)):
-        return True
-    if isinstance(node, ast.Call):
-        func = node.func
-        if isinstance(func, ast.Name):
-            return func.id not in _EFFECT_FREE_FUNCTIONS
-        if isinstance(func, ast.Attribute):
-            return func.attr not in _EFFECT_FREE_METHODS
-        return True
-    return False
-
-
-def _position(node: ast.AST) -> tuple[int, int]:
-    return node.lineno, node.col_offset  # type: ignore[attr-defined]
-
-
 class _FileWiring:
     def __init__(self, module: ast.Module, taken: set[str]) -> None:
         self.tree = Tree(module)
@@ -210,7 +155,7 @@ class _FileWiring:
             )
         if site.kind == METRICS_DICT and isinstance(node, (ast.Assign, ast.AnnAssign)):
             target = node.targets[0] if isinstance(node, ast.Assign) else node.target
-            return _literal_items(node.value), None, target
+            return literal_items(node.value), None, target
         if not isinstance(node, ast.Call):
             return [], None, None
         keywords = {item.arg: item.value for item in node.keywords if item.arg}
@@ -221,10 +166,10 @@ class _FileWiring:
             if site.kind == ACCELERATOR and step is None and len(positional) > 1:
                 step = positional[1]
             if isinstance(data, ast.Dict):
-                return _literal_items(data), step, None
+                return literal_items(data), step, None
             return [], step, data
         if site.kind == TQDM:
-            items = _literal_items(positional[0]) if positional else []
+            items = literal_items(positional[0]) if positional else []
             items += [(repr(k), v) for k, v in keywords.items() if k != "refresh"]
             return items, None, None
         if site.kind == TB_SCALAR:
@@ -277,7 +222,7 @@ class _FileWiring:
         pairs, explicit, whole = self.values_of(site, node)
         if site.kind == TB_SCALARS:
             return "add_scalars is recorded by hand (its tag joins each key)"
-        keyed = next((v for k, v in pairs if _key_text(k).lower() in STEP_WORDS), None)
+        keyed = next((v for k, v in pairs if key_text(k).lower() in STEP_WORDS), None)
         step = choose_step(self.tree, node, explicit, keyed)
         wiring = Wiring(site, statement, anchor, step, [], guard=guard)
         logged = node.args[0] if isinstance(node, ast.Call) and node.args else None
@@ -294,11 +239,11 @@ class _FileWiring:
         axis: list[str] = []
         guard_only: list[tuple[str, ast.expr]] = []
         for key, value in pairs:
-            if is_axis_key(_key_text(key), value):
-                axis.append(_key_text(key))
+            if is_axis_key(key_text(key), value):
+                axis.append(key_text(key))
                 continue
             if whole is not None:
-                wiring.whole_keys.append(_key_text(key))
+                wiring.whole_keys.append(key_text(key))
                 continue  # the dict is logged as it is: its values are not read again
             if (
                 guard is not None
@@ -306,7 +251,7 @@ class _FileWiring:
             ):
                 guard_only.append((key, value))
                 continue
-            expression = self.expression_for(wiring, _key_text(key), value, guarded_names)
+            expression = self.expression_for(wiring, key_text(key), value, guarded_names)
             if expression is not None:
                 wiring.metrics.append((key, expression))
         if guard_only:
@@ -314,7 +259,7 @@ class _FileWiring:
             # the guard, in addition to the rest recorded after it.
             inside = Wiring(site, statement, statement, wiring.step, [], inside_guard=guard)
             for key, value in guard_only:
-                expression = self.expression_for(inside, _key_text(key), value, set())
+                expression = self.expression_for(inside, key_text(key), value, set())
                 if expression is not None:
                     inside.metrics.append((key, expression))
             wiring.inside = inside if inside.metrics else None
@@ -337,7 +282,7 @@ class _FileWiring:
         """Names only optional-logger guards of the function assign (`total_loss` set and
         summed under `if args.with_tracking:`): undefined, or stale, in a default run."""
         scope = self.tree.scope_of(anchor)
-        inside: set[str] = _names_assigned(anchor)
+        inside: set[str] = names_assigned(anchor)
         outside: set[str] = set()
         for node in ast.walk(scope):
             if not isinstance(node, (ast.Name)) or not isinstance(node.ctx, ast.Store):
@@ -357,7 +302,7 @@ class _FileWiring:
         An accuracy the script prints as a percentage is recorded as the fraction it is
         (`--check` warns of an accuracy above 1, with the same name pattern)."""
         read = self.reading_for(wiring, key, value, guarded)
-        if read is not None and FRACTION_NAME.search(_key_text(key)) and is_percentage(value):
+        if read is not None and FRACTION_NAME.search(key_text(key)) and is_percentage(value):
             return f"({read}) / 100"
         return read
 
@@ -398,39 +343,13 @@ class _FileWiring:
         above = set(self.tree.ancestors(value))
         hoisted = {n for hoist in wiring.hoists for n in ast.walk(hoist.node)}
         for node in ast.walk(statement):
-            if node in inside or node in above or node in hoisted or not _has_effect(node):
+            if node in inside or node in above or node in hoisted or not has_effect(node):
                 continue
-            if _position(node) < _position(value):
+            if position(node) < position(value):
                 return (
                     "comes after a call on the same statement; moving it first would reorder them"
                 )
         return None
-
-
-def _key_text(key: str) -> str:
-    try:
-        value = ast.literal_eval(key)
-    except (ValueError, SyntaxError):
-        return key
-    return value if isinstance(value, str) else key
-
-
-def _literal_items(node: ast.expr | None) -> list[tuple[str, ast.expr]]:
-    if isinstance(node, ast.Dict):
-        return [
-            (repr(key.value), value)
-            for key, value in zip(node.keys, node.values, strict=True)
-            if isinstance(key, ast.Constant) and isinstance(key.value, str)
-        ]
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
-        return [(repr(item.arg), item.value) for item in node.keywords if item.arg]
-    return []
-
-
-def _names_assigned(node: ast.AST) -> set[str]:
-    return {
-        n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-    }
 
 
 def _joinable(tree: Tree, first: Wiring, second: Wiring) -> bool:

@@ -18,9 +18,8 @@ from ocms_tui.onboard.init_plan import (
     edit_config,
     edit_script,
     plan_init,
-    render_diff,
-    render_plan,
 )
+from ocms_tui.onboard.init_report import render_diff, render_plan
 from ocms_tui.onboard.init_templates import (
     FRAMEWORK_HOOKS,
     HOOK_PREFIX,
