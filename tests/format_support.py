@@ -14,4 +14,3 @@ NOT_FORMAT = PICTURE_RULES | {Rule.DROPPED_METRIC, Rule.SPIKE, Rule.DIVERGENCE, 
 
 def format_problems(problems: Iterable[Problem]) -> tuple[Problem, ...]:
     return tuple(problem for problem in problems if problem.rule not in NOT_FORMAT)
-
