@@ -37,6 +37,11 @@ def _key(directory: Path) -> str:
     return os.path.abspath(directory)
 
 
+def run_key(run: TrackedRun) -> str:
+    """How the dashboard names a run: its absolute directory."""
+    return _key(run.directory)
+
+
 class RunSet:
     """The runs named by `paths` (runs or parents of runs), found again on `rescan()`.
     `health=False`: their models look for no spike, divergence or stall (`--no-health`)."""
@@ -79,7 +84,7 @@ def run_frame(run: TrackedRun) -> RunFrame:
     are the same objects while they do not change."""
     model = run.model
     return RunFrame(
-        key=_key(run.directory),
+        key=run_key(run),
         name=run.name,
         directory=run.directory,
         color=run.color,

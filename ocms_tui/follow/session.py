@@ -27,6 +27,7 @@ from ocms_tui.follow.runset import (
     RunSet,
     TrackedRun,
     run_frame,
+    run_key,
 )
 from ocms_tui.follow.runset import combined_problems as all_problems
 from ocms_tui.follow.watch import DIRECTORY, InotifyHub, Watcher, open_watcher
@@ -88,10 +89,6 @@ class SessionState:
     @property
     def overlaid(self) -> bool:
         return len(self.runs) > 1
-
-
-def run_key(run: TrackedRun) -> str:
-    return os.path.abspath(run.directory)
 
 
 def label_of(paths: Sequence[PathArgument]) -> str:
